@@ -1,0 +1,33 @@
+# Two commands do all the set-up: `make lab` opens the course, `make test` runs every test.
+# Both create .venv on first use. TORCH is pinned so pip takes a known build; override it for
+# a GPU machine, e.g. `make lab TORCH=torch==2.13.0` from a CUDA index.
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch==2.13.0
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.installed
+
+.PHONY: lab test test-fast bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=. notebooks/00_setup_and_first_run.ipynb
+
+test: $(STAMP)
+	$(PY) -m pytest tests
+	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
+
+test-fast: $(STAMP)
+	$(PY) -m pytest tests -m "not slow"
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_simulator.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

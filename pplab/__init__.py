@@ -1,0 +1,1 @@
+"""pplab: pipeline parallelism you can see and run."""

@@ -1,0 +1,51 @@
+"""Shared helpers for the schedule generators: argument checks and placements."""
+from __future__ import annotations
+
+from ..ir import Action, Op, Schedule
+
+
+def check_basics(name: str, P: int, M: int, V: int) -> None:
+    """Reject the inputs no schedule accepts, with a message that says what would work."""
+    for label, value in (("P (pipeline ranks)", P), ("M (microbatches)", M),
+                         ("V (virtual stages per rank)", V)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{name}: {label} must be a whole number, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name}: {label} must be at least 1, got {value}; try 1")
+
+
+def no_virtual(name: str, V: int) -> None:
+    if V != 1:
+        raise ValueError(f"{name} has one stage per rank, got V={V}; use V=1, or the "
+                         "'interleaved' schedule for virtual stages")
+
+
+def looped_placement(P: int, V: int) -> tuple[int, ...]:
+    """Megatron's interleaved placement: stage s lives on rank s mod P (rank r: r, r+P, ...)."""
+    return tuple(s % P for s in range(P * V))
+
+
+def v_placement(P: int) -> tuple[int, ...]:
+    """V-shape: rank r holds stages r and 2P-1-r, so the first and last stage share rank 0."""
+    return tuple(s if s < P else 2 * P - 1 - s for s in range(2 * P))
+
+
+def F(stage: int, mb: int) -> Action:
+    return Action(stage, "F", mb)
+
+
+def B(stage: int, mb: int) -> Action:
+    return Action(stage, "B", mb)
+
+
+def I(stage: int, mb: int) -> Action:  # noqa: E743 - the kind's name in the literature
+    return Action(stage, "I", mb)
+
+
+def W(stage: int, mb: int) -> Action:
+    return Action(stage, "W", mb)
+
+
+def build(name: str, P: int, M: int, placement, ranks: list[list[Op]], V: int = 1,
+          copies: int = 1) -> Schedule:
+    return Schedule(name, P, M, tuple(placement), tuple(tuple(r) for r in ranks), V, copies)

@@ -1,0 +1,122 @@
+"""DualPipe and DualPipeV (DeepSeek-V3, 2024): bidirectional pipelines with overlapped F&B.
+
+Both run the same eight-phase order on each rank (DeepSeek-V3 §3.2.1 and the reference
+implementation's step comments): fill forwards, cross the two flows, a zero-bubble warm-up,
+a steady state of overlapped forward+backward pairs, then drain with W's filling the gaps.
+They differ in what the two "phases" of a rank are:
+
+* DualPipe keeps two copies of the model. Copy 0 flows rank 0 → P−1, copy 1 flows
+  P−1 → 0, each with M/2 microbatches. A rank's phase 0 is the copy in which it sits
+  nearer the start.
+* DualPipeV folds one model into a V on P ranks: phase 0 is stage r, phase 1 stage 2P−1−r.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from ..ir import Op, Overlap, Schedule
+from ._common import B, F, I, W, build, check_basics, v_placement
+
+
+def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> list[Op]:
+    """One rank's ops. ``n`` ranks per flow, ``k`` this rank's depth in phase 0 (0 = first),
+    ``chunks`` microbatches per phase, ``stages`` the stage ids of phase 0 and phase 1."""
+    fwd, bwd = [0, 0], [0, 0]
+    pending_w: deque = deque()
+    ops: list[Op] = []
+
+    def forward(p):
+        fwd[p] += 1
+        return F(stages[p], fwd[p] - 1)
+
+    def backward(p, split=False):
+        bwd[p] += 1
+        mb = bwd[p] - 1
+        if split:                      # input grads now, weight grads queued for a bubble
+            pending_w.append(W(stages[p], mb))
+            return I(stages[p], mb)
+        return B(stages[p], mb)
+
+    def weight():
+        return pending_w.popleft()
+
+    is_middle = k == n - 1
+    for _ in range((n - k - 1) * 2):                       # 1: forwards of phase 0
+        ops.append(forward(0))
+    for _ in range(k + 1):                                 # 2: forwards of both phases
+        ops += [forward(0), forward(1)]
+    for _ in range(n - k - 1):                             # 3: I, W, F of phase 1
+        ops += [backward(1, split=True), weight(), forward(1)]
+    for i in range(chunks - 2 * n + k + 1):                # 4: steady, overlapped pairs
+        if i == 0 and is_middle:                           #    (middle rank: no overlap at
+            ops += [forward(0), backward(1)]               #     first, it would stall)
+        else:
+            ops.append(Overlap(forward(0), backward(1)))
+        ops.append(Overlap(forward(1), backward(0)))
+    for _ in range(n - k - 1):                             # 5: drain phase 1 forwards
+        ops.append(backward(1))
+        ops.append(Overlap(forward(1), backward(0)))
+    split = False
+    steps6 = k + 1
+    for i in range(steps6):                                # 6: backwards; later half split
+        if i == steps6 // 2 and k % 2 == 1:
+            split = True
+        ops.append(backward(1, split))
+        if i == steps6 // 2 and k % 2 == 0:
+            split = True
+        ops.append(backward(0, split))
+    for _ in range(n - k - 1):                             # 7: W then B of phase 0
+        ops += [weight(), backward(0, split=True)]
+    ops += list(pending_w)                                 # 8: remaining W's
+    return ops
+
+
+def dualpipe(P: int, M: int, V: int = 1) -> Schedule:
+    """DualPipe: two model copies fed from both ends; M counts both directions.
+
+    Source: DeepSeek-V3 technical report §3.2.1, Table 2. Bubble (P/2−1)(T_F&B + T_B − 3T_W)
+    with T_B the full backward; it does not shrink as M grows. Parameters are held twice.
+    Constraints: P even, M even (half per direction) and M ≥ 2P; one stage per copy per rank.
+    """
+    check_basics("dualpipe", P, M, V)
+    if V != 1:
+        raise ValueError(f"dualpipe holds one stage of each model copy per rank, got V={V}; "
+                         "use V=1 (or dualpipev for a V-shape)")
+    if P % 2:
+        raise ValueError(f"dualpipe needs an even number of ranks, got P={P}; "
+                         f"try P={max(2, P - 1)} or P={P + 1}")
+    if M % 2 or M < 2 * P:
+        good = max(2 * P, M + M % 2)
+        raise ValueError(f"dualpipe needs M even and M ≥ 2P (M counts both directions), got "
+                         f"M={M}, P={P}; try M={good}")
+    half = P // 2
+    ranks = []
+    for r in range(P):
+        k = min(r, P - 1 - r)
+        if r < half:
+            stages = (r, P + (P - 1 - r))      # phase 0: copy 0 at depth r
+        else:
+            stages = (P + (P - 1 - r), r)      # phase 0: copy 1 at depth P-1-r
+        ranks.append(_eight_phase_order(half, k, M // 2, stages))
+    placement = list(range(P)) + [P - 1 - i for i in range(P)]
+    return build("dualpipe", P, M, placement, ranks, V=1, copies=2)
+
+
+def dualpipev(P: int, M: int, V: int = 2) -> Schedule:
+    """DualPipeV: DualPipe "cut in half" — one model folded in a V over P ranks.
+
+    Source: DualPipe repository (DualPipeV, after Sea AI's "cut-in-half" note). Same
+    eight-phase order as DualPipe with rank r holding stages r and 2P−1−r; one copy of the
+    parameters. Constraints: exactly 2 stages per rank (V = 2, or leave V out); M ≥ 2P
+    (the number of stages).
+    """
+    if V is None:
+        V = 2
+    check_basics("dualpipev", P, M, V)
+    if V != 2:
+        raise ValueError(f"dualpipev always has 2 stages per rank (a V shape), got V={V}; use V=2")
+    if M < 2 * P:
+        raise ValueError(f"dualpipev needs M ≥ 2P (the number of stages), got M={M}, P={P}; "
+                         f"try M={2 * P}")
+    ranks = [_eight_phase_order(P, r, M, (r, 2 * P - 1 - r)) for r in range(P)]
+    return build("dualpipev", P, M, v_placement(P), ranks, V=2)

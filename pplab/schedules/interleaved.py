@@ -1,0 +1,66 @@
+"""Virtual stages: each rank holds V non-adjacent chunks of layers (looped placement)."""
+from __future__ import annotations
+
+from ..ir import Schedule
+from ._common import B, F, build, check_basics, looped_placement
+
+
+def _chunk_order(P: int, M: int, V: int, rank: int, group: int, backward: bool):
+    """The (stage, microbatch) sequence a rank visits, microbatches taken ``group`` at a time.
+
+    Megatron runs microbatches in groups of P: P microbatches through chunk 0, the same P
+    through chunk 1, ..., then the next P. Backwards visit the chunks in reverse.
+    """
+    order = []
+    for g0 in range(0, M, group):
+        chunks = range(V - 1, -1, -1) if backward else range(V)
+        for c in chunks:
+            for mb in range(g0, min(g0 + group, M)):
+                order.append((c * P + rank, mb))
+    return order
+
+
+def interleaved(P: int, M: int, V: int = 2) -> Schedule:
+    """Megatron-LM's interleaved 1F1B: V chunks per rank, stage s on rank s mod P.
+
+    Source: Narayanan et al. 2021 §2.2.2. Each chunk does 1/V of the rank's work, so the
+    warm-up and cool-down shrink by V: bubble (P−1)/(V·M) of the ideal, at the price of V×
+    more point-to-point traffic. Rank r warms up with (P−r−1)·2 + (V−1)·P chunk-forwards.
+    Constraints: M must be a multiple of P (microbatches go round in groups of P); V ≥ 1
+    (V = 1 is plain 1F1B).
+    """
+    check_basics("interleaved", P, M, V)
+    if M % P:
+        lo, hi = max(P, M - M % P), M + P - M % P
+        raise ValueError(f"interleaved needs M to be a multiple of P (microbatches go round the "
+                         f"ranks in groups of P), got M={M}, P={P}; try M={lo} or M={hi}")
+    total = M * V
+    ranks = []
+    for r in range(P):
+        fwd = _chunk_order(P, M, V, r, P, backward=False)
+        bwd = _chunk_order(P, M, V, r, P, backward=True)
+        warmup = min(total, (P - r - 1) * 2 + (V - 1) * P)
+        ops = [F(*fwd[i]) for i in range(warmup)]
+        for i in range(total - warmup):
+            ops += [F(*fwd[warmup + i]), B(*bwd[i])]
+        ops += [B(*bwd[i]) for i in range(total - warmup, total)]
+        ranks.append(ops)
+    return build("interleaved", P, M, looped_placement(P, V), ranks, V=V)
+
+
+def breadth_first(P: int, M: int, V: int = 2) -> Schedule:
+    """Looped breadth-first (GPipe over virtual stages): every microbatch through chunk 0,
+    then all through chunk 1, ...; backwards in reverse.
+
+    Source: Lamy-Poirier 2023 "Breadth-First Pipeline Parallelism"; Llama 3 §3.3.2 uses a
+    tunable mix. Same bubble as interleaved but every rank holds all M·V chunk activations,
+    in exchange for overlapping data-parallel communication better. Constraints: none beyond
+    P, M, V ≥ 1.
+    """
+    check_basics("bfs", P, M, V)
+    ranks = []
+    for r in range(P):
+        ops = [F(*sm) for sm in _chunk_order(P, M, V, r, M, backward=False)]
+        ops += [B(*sm) for sm in _chunk_order(P, M, V, r, M, backward=True)]
+        ranks.append(ops)
+    return build("bfs", P, M, looped_placement(P, V), ranks, V=V)

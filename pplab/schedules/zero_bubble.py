@@ -1,0 +1,95 @@
+"""Zero-bubble schedules: split each backward into I (input grads) and W (weight grads).
+
+I is on the critical path — the previous stage waits for it — but W is not, so W can be
+moved into time that would otherwise be a bubble. Source: Qi et al. 2024, "Zero Bubble
+Pipeline Parallelism" (ICLR), §3 (ZB-H1/H2) and §6 (ZB-V).
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from ..ir import Op, Schedule
+from ._common import F, I, W, build, check_basics, no_virtual, v_placement
+
+
+def zb_h1(P: int, M: int, V: int = 1) -> Schedule:
+    """ZB-H1: 1F1B's order with B split into I and W, and W's postponed on later ranks.
+
+    Rank r keeps up to r weight-gradient passes waiting, so every rank holds at most
+    min(P, M) microbatches — 1F1B's peak on rank 0, no more memory than 1F1B needs — while
+    the postponed W's fill the cool-down. Bubble (P−1)(T_F + T_I − T_W) with T_I the
+    input-grad time, i.e. (P−1)(t_f + t_b − 2·t_w) with t_b the full backward, valid while
+    t_w ≤ t_f. Constraints: V = 1.
+    """
+    check_basics("zb-h1", P, M, V)
+    no_virtual("zb-h1", V)
+    ranks = []
+    for r in range(P):
+        warmup = min(P - r - 1, M)
+        defer = r                       # W's rank r may keep waiting
+        ops: list[Op] = [F(r, mb) for mb in range(warmup)]
+        waiting: deque[int] = deque()
+        for i in range(M - warmup):
+            ops += [F(r, warmup + i), I(r, i)]
+            waiting.append(i)
+            if len(waiting) > defer:
+                ops.append(W(r, waiting.popleft()))
+        for mb in range(M - warmup, M):
+            ops.append(I(r, mb))
+            waiting.append(mb)
+            if len(waiting) > defer:
+                ops.append(W(r, waiting.popleft()))
+        ops += [W(r, mb) for mb in waiting]
+        ranks.append(ops)
+    return build("zb-h1", P, M, range(P), ranks)
+
+
+def zbv(P: int, M: int, V: int = 2) -> Schedule:
+    """ZB-V: two chunks per rank in a V (rank r holds stages r and 2P−1−r), B split in I, W.
+
+    Because the last stage sits on rank 0 next to the first, the turn-around costs no hop
+    and warm-up and cool-down overlap; with t_f = t_i = t_w the bubble vanishes once
+    M ≥ 2P−1 (Zero Bubble §6). Peak activation memory matches 1F1B's rank 0.
+    Constraints: exactly 2 stages per rank (V = 2, or leave V out). Any M ≥ 1: the order is
+    built for max(M, 2P−1) microbatches and the extra ones are dropped.
+    """
+    if V is None:
+        V = 2
+    check_basics("zbv", P, M, V)
+    if V != 2:
+        raise ValueError(f"zbv always has 2 stages per rank (a V shape), got V={V}; use V=2")
+    n = max(M, 2 * P - 1)
+    ranks = []
+    for r in range(P):
+        down, up = r, 2 * P - 1 - r        # chunk on the way down, chunk on the way up
+        count = {"F0": 0, "F1": 0, "I0": 0, "I1": 0, "W0": 0, "W1": 0}
+        ops: list[Op] = []
+
+        def emit(kind: str, chunk: int) -> None:
+            key = f"{kind}{chunk}"
+            stage = down if chunk == 0 else up
+            ops.append({"F": F, "I": I, "W": W}[kind](stage, count[key]))
+            count[key] += 1
+
+        for _ in range(2 * (P - r) - 1):            # fill the way down
+            emit("F", 0)
+        for _ in range(r):                           # the way up starts arriving
+            emit("F", 1)
+            emit("F", 0)
+        for _ in range(P - r):                       # first backwards, W at once
+            emit("F", 1); emit("I", 1); emit("W", 1)
+        while count["F0"] < n or count["F1"] < count["F0"]:   # steady state
+            if count["F0"] < n:
+                emit("F", 0)
+            emit("I", 0); emit("W", 0)
+            emit("F", 1); emit("I", 1); emit("W", 1)
+        for _ in range(r):                           # cool-down: input grads first
+            emit("I", 0); emit("I", 1)
+        for _ in range(P - r):
+            emit("I", 0); emit("W", 0)
+        while count["W1"] < count["I1"]:
+            emit("W", 1)
+        while count["W0"] < count["I0"]:
+            emit("W", 0)
+        ranks.append([op for op in ops if op.microbatch < M])
+    return build("zbv", P, M, v_placement(P), ranks, V=2)
