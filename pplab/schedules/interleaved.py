@@ -25,7 +25,8 @@ def interleaved(P: int, M: int, V: int = 2) -> Schedule:
 
     Source: Narayanan et al. 2021 §2.2.2. Each chunk does 1/V of the rank's work, so the
     warm-up and cool-down shrink by V: bubble (P−1)/(V·M) of the ideal, at the price of V×
-    more point-to-point traffic. Rank r warms up with (P−r−1)·2 + (V−1)·P chunk-forwards.
+    more point-to-point traffic. Rank r warms up with (P−r−1)·2 + (V−1)·P chunk-forwards
+    (P−r−1 when V = 1, where the schedule is exactly 1F1B).
     Constraints: M must be a multiple of P (microbatches go round in groups of P); V ≥ 1
     (V = 1 is plain 1F1B).
     """
@@ -39,7 +40,9 @@ def interleaved(P: int, M: int, V: int = 2) -> Schedule:
     for r in range(P):
         fwd = _chunk_order(P, M, V, r, P, backward=False)
         bwd = _chunk_order(P, M, V, r, P, backward=True)
-        warmup = min(total, (P - r - 1) * 2 + (V - 1) * P)
+        # Megatron's warm-up depth; with V = 1 it must reduce to plain 1F1B's P−r−1.
+        depth = P - r - 1 if V == 1 else (P - r - 1) * 2 + (V - 1) * P
+        warmup = min(total, depth)
         ops = [F(*fwd[i]) for i in range(warmup)]
         for i in range(total - warmup):
             ops += [F(*fwd[warmup + i]), B(*bwd[i])]

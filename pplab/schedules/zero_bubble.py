@@ -18,8 +18,9 @@ def zb_h1(P: int, M: int, V: int = 1) -> Schedule:
     Rank r keeps up to r weight-gradient passes waiting, so every rank holds at most
     min(P, M) microbatches — 1F1B's peak on rank 0, no more memory than 1F1B needs — while
     the postponed W's fill the cool-down. Bubble (P−1)(T_F + T_I − T_W) with T_I the
-    input-grad time, i.e. (P−1)(t_f + t_b − 2·t_w) with t_b the full backward, valid while
-    t_w ≤ t_f. Constraints: V = 1.
+    input-grad time, i.e. (P−1)(t_f + t_b − 2·t_w) with t_b the full backward, valid for
+    M ≥ P while t_w ≤ t_f and t_w ≤ t_b − t_w (the paper assumes W is no longer than F or
+    I; at t_I = 0 the formula would promise the impossible). Constraints: V = 1.
     """
     check_basics("zb-h1", P, M, V)
     no_virtual("zb-h1", V)

@@ -1,0 +1,58 @@
+"""The ``pplab`` command: ``simulate``, ``run`` and ``memory`` mirror the library for terminals
+and graders. Bad arguments exit with status 2 and one line on stderr, never a traceback.
+
+Subcommands live next to what they drive (``pplab/commands_*.py``) and are imported only when
+used, so ``pplab simulate`` never imports torch.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> module defining add_arguments(parser) and main(args) -> int
+SUBCOMMANDS = {
+    "simulate": ("pplab.commands_simulate", "simulate a schedule and print its timeline"),
+    "run": ("pplab.commands_run", "run a schedule for real across torchrun processes"),
+    "memory": ("pplab.commands_memory", "per-stage memory and communication for TP×PP×DP"),
+}
+
+
+class UsageError(Exception):
+    """Raised for bad arguments; main() turns it into one stderr line and exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one clear line instead of usage + traceback
+        raise UsageError(message)
+
+
+def build_parser(which: str | None = None) -> argparse.ArgumentParser:
+    parser = _Parser(prog="pplab", description="pipeline parallelism you can see and run")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if which == name:
+            importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    which = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    try:
+        args = build_parser(which).parse_args(argv)
+        if args.command is None:
+            raise UsageError(f"choose a command: {', '.join(SUBCOMMANDS)} (pplab CMD --help)")
+        module = importlib.import_module(SUBCOMMANDS[args.command][0])
+        return int(module.main(args) or 0)
+    except UsageError as e:
+        print(f"pplab: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # invalid P/M/V/layers etc.: the library's message is the answer
+        print(f"pplab: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

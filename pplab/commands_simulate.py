@@ -1,0 +1,59 @@
+"""``pplab simulate``: build a schedule, simulate it, print the grid and metrics (or JSON)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from .schedules import GENERATORS, make_schedule
+from .simulate import Costs, simulate
+from .text import metrics_text, timeline_to_text
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--schedule", "-s", required=True, metavar="NAME",
+                   help=f"one of: {', '.join(GENERATORS)}")
+    p.add_argument("-P", type=int, required=True, help="pipeline ranks")
+    p.add_argument("-M", type=int, required=True, help="microbatches per step")
+    p.add_argument("-V", type=int, default=None, help="virtual stages per rank")
+    p.add_argument("--tf", type=float, default=1.0, help="forward time per rank-share of layers")
+    p.add_argument("--tb", type=float, default=2.0, help="full backward time")
+    p.add_argument("--tw", type=float, default=0.0, help="weight-gradient part of tb")
+    p.add_argument("--tfb", type=float, default=None, help="overlapped F+B pair (default tf+tb)")
+    p.add_argument("--comm", type=float, default=0.0, help="latency between ranks")
+    p.add_argument("--fixed", type=float, default=0.0, help="fixed overhead per op")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--plot", metavar="PNG", help="save the timeline drawing")
+    p.add_argument("--trace", metavar="JSON", help="save a Chrome/Perfetto trace")
+
+
+def result_dict(schedule, timeline) -> dict:
+    return {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
+            "makespan": timeline.makespan, "bubble_fraction": timeline.bubble_fraction,
+            "bubble_ratio": timeline.bubble_ratio, "peak_inflight": timeline.peak_inflight,
+            "busy": timeline.busy, "costs": timeline.meta.get("costs"),
+            "stage_to_rank": list(schedule.stage_to_rank),
+            "ranks": schedule.rank_texts(),
+            "events": [e.to_dict() for e in sorted(timeline.events,
+                                                   key=lambda e: (e.start, e.rank))]}
+
+
+def main(args) -> int:
+    schedule = make_schedule(args.schedule, args.P, args.M, args.V)
+    costs = Costs(tf=args.tf, tb=args.tb, tw=args.tw, tfb=args.tfb, comm=args.comm,
+                  fixed=args.fixed)
+    timeline = simulate(schedule, costs)
+    if args.plot:
+        from .draw import draw_timeline
+        draw_timeline(timeline).savefig(args.plot, dpi=110, bbox_inches="tight")
+    if args.trace:
+        from .trace import write_chrome_trace
+        write_chrome_trace(timeline, args.trace)
+    if args.json:
+        json.dump(result_dict(schedule, timeline), sys.stdout)
+        print()
+    else:
+        print(schedule.to_text())
+        print()
+        print(timeline_to_text(timeline))
+        print(metrics_text(timeline))
+    return 0
