@@ -1,0 +1,150 @@
+"""Bytes per GPU, per pipeline rank: parameters, gradients, optimizer states, activations.
+
+Why per rank: the first rank holds the embedding, the last the final norm and the output
+layer, and the schedule decides how many microbatches' activations each rank keeps alive —
+so the ranks of one pipeline really do differ, and the largest one decides what fits.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..ir import Schedule
+from ..partition import stage_layers
+from ..timeline import inflight_profile, peak_inflight
+from . import activations as act
+from .model_spec import ModelSpec, Split
+from .parallel import ParallelConfig
+
+
+def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: float = 2,
+                       bytes_grad: float = 2, bytes_optim: float = 12) -> tuple[float, float, float]:
+    """(parameters, gradients, optimizer) bytes on one GPU holding ``psi`` parameters.
+
+    ZeRO paper (Rajbhandari et al. 2020) §5: stage 1 shards the optimizer states over the
+    N_d data-parallel ranks, stage 2 also the gradients, stage 3 (= FSDP) also the parameters:
+    16Ψ → 4Ψ + 12Ψ/N_d → 2Ψ + 14Ψ/N_d → 16Ψ/N_d for mixed-precision Adam.
+    """
+    if zero not in (0, 1, 2, 3):
+        raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero}")
+    p, g, o = psi * bytes_param, psi * bytes_grad, psi * bytes_optim
+    if zero >= 1:
+        o /= dp
+    if zero >= 2:
+        g /= dp
+    if zero >= 3:
+        p /= dp
+    return p, g, o
+
+
+def stage_param_split(model: ModelSpec, schedule: Schedule, stage: int, layers: range,
+                      rank_stages: list[int]) -> Split:
+    """Parameters of one stage: its layers, plus the embedding (first) or norm + head (last).
+
+    With tied embeddings and PP > 1 the last stage keeps its own copy of the word embedding
+    (Megatron-LM does this and all-reduces the two gradients) unless the same rank also
+    holds the first stage of that model copy, as in a V-shape placement.
+    """
+    total = model.layer_params() * len(layers)
+    if schedule.is_first(stage):
+        total = total + model.embedding_params()
+    if schedule.is_last(stage):
+        total = total + model.final_norm_params() + model.head_params()
+        if model.tied_embeddings:
+            first = stage - schedule.position(stage)
+            if first not in rank_stages:
+                total = total + Split(model.vocab * model.hidden, 0)
+    return total
+
+
+@dataclass
+class RankMemory:
+    """One pipeline rank (every GPU in its TP×DP group looks the same)."""
+    rank: int
+    stages: list[int]
+    layers: int
+    params_count: float          # parameters on one GPU of this rank, before ZeRO sharding
+    params: float
+    grads: float
+    optimizer: float
+    activations: float
+    inflight: float              # peak microbatches alive, in rank-share units (stage equivalents)
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.optimizer + self.activations
+
+    def to_dict(self) -> dict:
+        return dict(asdict(self), total=self.total)
+
+
+@dataclass
+class MemoryReport:
+    model: ModelSpec
+    config: ParallelConfig
+    schedule: Schedule
+    per_rank: list[RankMemory] = field(default_factory=list)
+
+    @property
+    def peak_bytes(self) -> float:
+        return max(r.total for r in self.per_rank)
+
+    @property
+    def peak_rank(self) -> int:
+        return max(self.per_rank, key=lambda r: r.total).rank
+
+    @property
+    def gpus(self) -> int:
+        return self.config.num_gpus
+
+    def to_dict(self) -> dict:
+        return {"model": asdict(self.model), "config": asdict(self.config),
+                "schedule": self.schedule.name, "V": self.schedule.V, "gpus": self.gpus,
+                "params_total": self.model.num_params(),
+                "per_stage": [r.to_dict() for r in self.per_rank],
+                "peak_bytes": self.peak_bytes, "peak_rank": self.peak_rank}
+
+
+def stage_activation_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
+                           stage: int, layers: range, seq: int | None = None) -> float:
+    """Bytes one microbatch leaves alive on ``stage`` until its backward: layers + extras."""
+    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    out = len(layers) * act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
+                                                   cfg.recompute, cfg.bytes_act)
+    if schedule.is_first(stage):
+        out += act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp)
+    if schedule.is_last(stage):
+        out += act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
+                                          cfg.bytes_act)
+    return out
+
+
+def peak_weighted(schedule: Schedule, weights: dict[int, float]) -> list[float]:
+    """Per-rank peak of Σ weight(stage) over the (stage, microbatch) activations alive at once.
+
+    The same walk over the run order as ``peak_inflight``; with weight = chunk_fraction it
+    *is* ``peak_inflight(schedule, stage_equivalents=True)``.
+    """
+    return [max(inflight_profile(ops, weights), default=0.0) for ops in schedule.ranks]
+
+
+def memory_report(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule | None = None,
+                  seq: int | None = None) -> MemoryReport:
+    """Validate ``cfg`` against ``model`` and account every pipeline rank's bytes per GPU."""
+    sched = cfg.validate(model) if schedule is None else schedule
+    ranges = stage_layers(sched, model.layers)
+    act_w = {st: stage_activation_bytes(model, cfg, sched, st, ranges[st], seq)
+             for st in range(sched.num_stages)}
+    act_peak = peak_weighted(sched, act_w)
+    equiv = peak_inflight(sched, stage_equivalents=True)
+    report = MemoryReport(model, cfg, sched)
+    for r in range(sched.P):
+        stages = sched.stages_of_rank(r)
+        split = Split()
+        for st in stages:
+            split = split + stage_param_split(model, sched, st, ranges[st], stages)
+        psi = split.per_rank(cfg.tp)
+        p, g, o = model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
+                                     cfg.bytes_optim)
+        report.per_rank.append(RankMemory(r, stages, sum(len(ranges[s]) for s in stages), psi,
+                                          p, g, o, act_peak[r], equiv[r]))
+    return report

@@ -1,0 +1,61 @@
+"""Activation bytes saved for the backward pass (Korthikanti et al. 2022, "Reducing Activation
+Recomputation in Large Transformer Models").
+
+Table 2 gives bytes per transformer layer for 16-bit activations (and 1-byte dropout masks):
+
+    no parallelism                 s·b·h·(34 + 5·a·s/h)
+    tensor parallel (t)            s·b·h·(10 + 24/t + 5·a·s/(h·t))
+    tensor + sequence parallel     s·b·h·(34/t + 5·a·s/(h·t))
+    TP + selective recompute       s·b·h·(10 + 24/t)
+    TP + SP + selective recompute  s·b·h·34/t
+    full recompute                 2·s·b·h          (only the layer input is kept)
+
+The 5·a·s/h term is the attention scores, softmax and its dropout mask (a·s² per sequence):
+quadratic in s, and exactly what selective recomputation (or FlashAttention) avoids storing.
+With t = 1 every row reduces to the no-parallelism row. Other value sizes (float32 in the
+tiny model) scale the formula by bytes/2 — an approximation, since the masks stay 1 byte.
+"""
+from __future__ import annotations
+
+from .model_spec import ModelSpec
+
+
+def layer_activation_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool = False,
+                           recompute: str = "none", bytes_per_value: float = 2) -> float:
+    """Korthikanti Table 2: bytes one transformer layer keeps for one microbatch."""
+    sbh = s * b * h
+    attn = 5 * a * s / (h * t)                 # scores + softmax + dropout mask, split over t
+    if recompute == "full":
+        per = 2.0
+    elif recompute == "selective":
+        per = 34 / t if sp else 10 + 24 / t
+    elif recompute == "none":
+        per = (34 / t if sp else 10 + 24 / t) + attn
+    else:
+        raise ValueError(f"recompute must be none, selective or full, got {recompute!r}")
+    return sbh * per * bytes_per_value / 2
+
+
+def first_stage_extra_bytes(s: int, b: int, h: int, t: int = 1, sp: bool = False) -> float:
+    """The embedding's dropout mask, s·b·h bytes (÷t with SP) — Korthikanti §4.3."""
+    return s * b * h / (t if sp else 1)
+
+
+def last_stage_extra_bytes(s: int, b: int, h: int, vocab: int, t: int = 1, sp: bool = False,
+                           bytes_per_value: float = 2) -> float:
+    """Final norm input 2sbh, output-layer input 2sbh (÷t with SP) and the fp32 logits
+    4·s·b·V/t kept for the cross-entropy — Korthikanti §4.3: 4sbh/t·(1 + V/h) with SP."""
+    k = bytes_per_value / 2
+    return 4 * s * b * h * k / (t if sp else 1) + 4 * s * b * vocab / t
+
+
+def model_layer_bytes(model: ModelSpec, b: int, t: int = 1, sp: bool = False,
+                      recompute: str = "none", bytes_per_value: float = 2,
+                      seq: int | None = None) -> float:
+    return layer_activation_bytes(seq or model.seq, b, model.hidden, model.heads, t, sp,
+                                  recompute, bytes_per_value)
+
+
+def seed_article_layer_bytes(s: int, b: int, h: int, a: int) -> float:
+    """The seed article's rough figure b·s·(10h + a·s)·2 bytes — kept only to show the gap."""
+    return b * s * (10 * h + a * s) * 2

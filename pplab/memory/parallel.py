@@ -1,0 +1,83 @@
+"""How the model is spread over GPUs: TP × PP × DP, ZeRO, recomputation, the pipeline schedule.
+
+``validate`` checks the configuration against a model and says, in one line, which rule is
+broken and what would be valid — the command line prints exactly that line.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..ir import Schedule
+from ..schedules import make_schedule
+from .model_spec import ModelSpec
+
+RECOMPUTE = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    """One training layout. Bytes default to mixed-precision Adam: 2 + 2 + 12 per parameter
+    (bf16 weights and gradients; fp32 master weights, momentum and variance — ZeRO paper §3.1).
+
+    ``microbatch`` is b (sequences per microbatch), ``microbatches`` is M per step and per
+    DP replica. ``virtual`` is V, the stages (chunks) per pipeline rank; None lets the
+    schedule pick its default (2 for interleaved, bfs, zbv, dualpipev; 1 otherwise).
+    ``gpus`` is the total; None means TP×PP×DP.
+    """
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    zero: int = 0
+    sp: bool = False
+    recompute: str = "none"
+    microbatch: int = 1
+    microbatches: int = 1
+    schedule: str = "1f1b"
+    virtual: int | None = None
+    gpus: int | None = None
+    bytes_param: float = 2
+    bytes_grad: float = 2
+    bytes_optim: float = 12
+    bytes_act: float = 2             # bytes per activation value (Korthikanti assumes 16-bit)
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def with_(self, **changes) -> "ParallelConfig":
+        return replace(self, **changes)
+
+    def make_schedule(self) -> Schedule:
+        """The pipeline schedule; make_schedule raises ValueError for invalid P/M/V combos."""
+        return make_schedule(self.schedule, self.pp, self.microbatches, self.virtual)
+
+    def validate(self, model: ModelSpec) -> Schedule:
+        """Raise ValueError (one clear line) for a layout the model cannot take."""
+        for name in ("tp", "pp", "dp", "microbatch", "microbatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be ≥ 1, got {getattr(self, name)}")
+        if self.zero not in (0, 1, 2, 3):
+            raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3 (3 = FSDP), got {self.zero}")
+        if self.recompute not in RECOMPUTE:
+            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
+                             f"got {self.recompute!r}")
+        if self.gpus is not None and self.gpus != self.num_gpus:
+            raise ValueError(f"{self.gpus} GPUs ≠ TP×PP×DP = {self.tp}×{self.pp}×{self.dp} = "
+                             f"{self.num_gpus}; choose degrees whose product is {self.gpus}")
+        if model.heads % self.tp:
+            raise ValueError(f"TP={self.tp} does not divide the {model.heads} attention heads "
+                             f"of {model.name}; use a TP degree that divides {model.heads}")
+        if model.kv % self.tp:
+            raise ValueError(f"TP={self.tp} does not divide the {model.kv} KV heads of "
+                             f"{model.name}; use TP ≤ {model.kv} dividing it")
+        if model.ffn % self.tp:
+            raise ValueError(f"TP={self.tp} does not divide the FFN size {model.ffn}")
+        if self.pp > model.layers:
+            raise ValueError(f"PP={self.pp} > {model.layers} layers of {model.name}: every "
+                             f"stage needs at least one layer; use PP ≤ {model.layers}")
+        sched = self.make_schedule()
+        if sched.stages_per_copy > model.layers:
+            raise ValueError(f"{sched.name} with PP={self.pp}, V={sched.V} cuts the model into "
+                             f"{sched.stages_per_copy} stages but {model.name} has only "
+                             f"{model.layers} layers; lower PP or V")
+        return sched

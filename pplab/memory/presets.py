@@ -1,0 +1,34 @@
+"""Named models. Every number here comes from the source named next to it."""
+from __future__ import annotations
+
+from .model_spec import ModelSpec
+
+# The course's runtime model (pplab.runtime builds exactly this): GPT-2 style, untied head
+# without bias, trained in float32 with microbatches of 2 sequences.
+TINY = ModelSpec("tiny", layers=8, hidden=64, heads=4, ffn=256, vocab=256, seq=32,
+                 tied_embeddings=False, arch="gpt")
+TINY_MICROBATCH = 2
+TINY_BYTES_PER_VALUE = 4        # float32
+
+PRESETS: dict[str, ModelSpec] = {
+    "tiny": TINY,
+    # Llama 3 paper (Dubey et al. 2024, "The Llama 3 Herd of Models"), Table 3; vocabulary
+    # 128,256 tokens (§3.2); pre-training sequence length 8,192 (§3.4.1).
+    "llama3-8b": ModelSpec("llama3-8b", layers=32, hidden=4096, heads=32, kv_heads=8,
+                           ffn=14336, vocab=128256, seq=8192, arch="llama"),
+    "llama3-70b": ModelSpec("llama3-70b", layers=80, hidden=8192, heads=64, kv_heads=8,
+                            ffn=28672, vocab=128256, seq=8192, arch="llama"),
+    "llama3-405b": ModelSpec("llama3-405b", layers=126, hidden=16384, heads=128, kv_heads=8,
+                             ffn=53248, vocab=128256, seq=8192, arch="llama"),
+    # GPT-3 paper (Brown et al. 2020), Table 2.1: 96 layers, d_model 12288, 96 heads,
+    # d_ff = 4·d_model, context 2048; GPT-2 BPE vocabulary of 50,257; tied embeddings.
+    "gpt3-175b": ModelSpec("gpt3-175b", layers=96, hidden=12288, heads=96, ffn=4 * 12288,
+                           vocab=50257, seq=2048, tied_embeddings=True, arch="gpt"),
+}
+
+
+def get_preset(name: str) -> ModelSpec:
+    key = name.lower().replace("_", "-")
+    if key not in PRESETS:
+        raise ValueError(f"unknown model preset {name!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[key]
