@@ -1,0 +1,67 @@
+"""Median time to generate + simulate every schedule at a slider-sized and a cluster-sized
+configuration, and to also draw the slider-sized one (the live canvas's redraw path).
+
+Goals: ≤ 50 ms median for the P=8 redraw path; time per action roughly constant between the
+two sizes (linear growth). Prints medians and ratios; the machine is noisy, so no asserts.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+from pplab import GENERATORS, make_schedule, simulate
+from pplab.schedules import FIXED_V
+
+SMALL = (8, 32, 2)
+LARGE = (32, 256, 4)
+
+
+def v_for(name: str, V: int) -> int:
+    if name in FIXED_V:
+        return FIXED_V[name]
+    return V if name in ("interleaved", "bfs") else 1
+
+
+def median_ms(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main() -> None:
+    print(f"{'schedule':12s} {'P=8,M=32 ms':>12s} {'actions':>8s} {'P=32,M=256 ms':>14s} "
+          f"{'actions':>8s} {'us/action small':>16s} {'us/action large':>16s} {'ratio':>6s}")
+    for name in GENERATORS:
+        row = []
+        for P, M, V in (SMALL, LARGE):
+            V = v_for(name, V)
+            n = make_schedule(name, P, M, V).num_actions
+            ms = median_ms(lambda: simulate(make_schedule(name, P, M, V), tf=1, tb=2, tw=1),
+                           repeats=15 if P == 8 else 5)
+            row.append((ms, n))
+        (a, na), (b, nb) = row
+        per_a, per_b = a / na * 1e3, b / nb * 1e3
+        print(f"{name:12s} {a:12.2f} {na:8d} {b:14.1f} {nb:8d} {per_a:16.2f} {per_b:16.2f} "
+              f"{per_b / per_a:6.2f}")
+    try:
+        from pplab.draw import draw_timeline
+    except ImportError:
+        print("pplab.draw not available: skipping the redraw path")
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+
+    def redraw():
+        fig = draw_timeline(simulate(make_schedule("1f1b", 8, 32), tf=1, tb=2))
+        fig.canvas.draw()
+
+    redraw()  # warm-up: font cache, first figure
+    print(f"\nredraw path (generate + simulate + draw + render), 1f1b P=8 M=32: "
+          f"median {median_ms(redraw, 15):.1f} ms over 15 runs (goal ≤ 50 ms)")
+
+
+if __name__ == "__main__":
+    main()
