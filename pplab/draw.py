@@ -1,0 +1,331 @@
+"""Pictures of pipeline schedules: timelines, in-flight activations, bubble curves.
+
+Everything here builds a :class:`matplotlib.figure.Figure` directly (no pyplot state), so it
+is safe to call from widget callbacks and threads, works under the Agg backend, and never
+leaks open figures. In a notebook, a returned Figure displays itself as a PNG.
+
+Colours follow the Okabe–Ito palette, which stays distinguishable for the common kinds of
+colour blindness; idle time is hatched light grey so it reads as "nothing happening".
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, PathPatch
+from matplotlib.path import Path
+
+from .ir import KIND_NAMES, Schedule
+from .timeline import Timeline
+
+#: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
+KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
+IDLE_FACE, IDLE_HATCH, IDLE_EDGE = "#f2f2f2", "////", "#c8c8c8"
+LABEL_FONTSIZE = 7
+MAX_LABEL_EVENTS = 320   # denser timelines get no labels: unreadable anyway, and text is slow
+
+
+def _op_label(op) -> str:
+    if op.kind == "FB":
+        return f"{op.forward.microbatch}|{op.backward.microbatch}"
+    return str(op.microbatch)
+
+
+def _title_line(tl: Timeline) -> str:
+    meta, sched = tl.meta or {}, tl.schedule
+    name = meta.get("schedule") or (sched.name if sched is not None else tl.source)
+    P = meta.get("P", tl.num_ranks)
+    shape = f"P={P}"
+    M = meta.get("M", sched.M if sched is not None else None)
+    V = meta.get("V", sched.V if sched is not None else None)
+    if M is not None:
+        shape += f" M={M}"
+    if V not in (None, 1):
+        shape += f" V={V}"
+    return f"{name} {shape}"
+
+
+def metrics_line(tl: Timeline) -> str:
+    """'makespan 33, bubble 27.3% of total, 37.5% of ideal' — the course's standard summary."""
+    return (f"makespan {tl.makespan:.4g}, bubble {tl.bubble_fraction:.1%} of total, "
+            f"{tl.bubble_ratio:.1%} of ideal")
+
+
+def _boxes_patch(spans, face, edge, lw, zorder, hatch=None) -> PathPatch:
+    """One compound path for many rectangles ``(x0, x1, y0, y1)``: far faster to build and
+    draw than one artist (or even one path) per box."""
+    n = len(spans)
+    verts = np.empty((5 * n, 2))
+    codes = np.empty(5 * n, dtype=Path.code_type)
+    if n:
+        a = np.asarray(spans, dtype=float)
+        x0, x1, y0, y1 = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+        verts[0::5, 0], verts[0::5, 1] = x0, y0
+        verts[1::5, 0], verts[1::5, 1] = x0, y1
+        verts[2::5, 0], verts[2::5, 1] = x1, y1
+        verts[3::5, 0], verts[3::5, 1] = x1, y0
+        verts[4::5] = verts[0::5]
+        codes[:] = Path.LINETO
+        codes[0::5] = Path.MOVETO
+        codes[4::5] = Path.CLOSEPOLY
+    return PathPatch(Path(verts, codes), facecolor=face, edgecolor=edge, linewidth=lw,
+                     zorder=zorder, hatch=hatch)
+
+
+def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: str | None = None,
+                  ax=None, labels: bool = True, overlay_scale: float | str | None = None,
+                  figsize: tuple[float, float] | None = None) -> Figure:
+    """Draw one row per rank (rank 0 on top), ops coloured by kind, idle time hatched.
+
+    ``overlay`` draws a second timeline of the same ranks (typically the measured run over the
+    simulated one) as thin bars along the bottom of each row; ``overlay_scale`` multiplies its
+    times (``"makespan"`` rescales it to the main timeline's makespan, handy when one is in
+    seconds and the other in cost units). The title gives the makespan and the bubble with
+    both denominators. Returns the Figure (the one ``ax`` belongs to, if given).
+    """
+    P = timeline.num_ranks
+    if overlay is not None:
+        P = max(P, overlay.num_ranks)
+    if ax is None:
+        w, h = figsize or (10.0, 1.0 + 0.4 * max(P, 1) + (0.3 if overlay is not None else 0))
+        fig = Figure(figsize=(w, h))
+        # fixed margins in inches (constrained layout would double the drawing time)
+        fig.subplots_adjust(left=0.75 / w, right=1 - 2.3 / w, top=1 - 0.62 / h, bottom=0.5 / h)
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    t0 = timeline.start
+    span = timeline.makespan
+    main_h, main_y0 = (0.62, -0.42) if overlay is not None else (0.8, -0.4)
+
+    # idle background: the whole row, hatched; busy boxes are drawn opaque on top of it
+    if span > 0:
+        bg = [(0.0, span, r - 0.45, r + 0.45) for r in range(P)]
+        ax.add_artist(_boxes_patch(bg, IDLE_FACE, IDLE_EDGE, 0.0, 0, hatch=IDLE_HATCH))
+
+    by_kind: dict[str, list] = {}
+    for e in timeline.events:
+        by_kind.setdefault(e.op.kind, []).append(e)
+    for kind, evs in by_kind.items():
+        spans = [(e.start - t0, e.end - t0, e.rank + main_y0, e.rank + main_y0 + main_h)
+                 for e in evs]
+        ax.add_artist(_boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "white", 0.6, 2))
+
+    xmax = span
+    if overlay is not None and overlay.events:
+        scale = 1.0
+        if overlay_scale == "makespan":
+            scale = span / overlay.makespan if overlay.makespan > 0 else 1.0
+        elif overlay_scale is not None:
+            scale = float(overlay_scale)
+        o0 = overlay.start
+        okinds: dict[str, list] = {}
+        for e in overlay.events:
+            okinds.setdefault(e.op.kind, []).append(e)
+        for kind, evs in okinds.items():
+            spans = [((e.start - o0) * scale, (e.end - o0) * scale, e.rank + 0.24, e.rank + 0.44)
+                     for e in evs]
+            ax.add_artist(_boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "black", 0.5, 3))
+        xmax = max(xmax, overlay.makespan * scale)
+
+    ax.set_xlim(0, xmax * 1.005 if xmax > 0 else 1)
+    ax.set_ylim(P - 0.5, -0.5)                   # rank 0 on top
+    ax.set_yticks(range(P), [f"rank {r}" for r in range(P)])
+    ax.set_xlabel("time" + (" (cost units)" if timeline.source == "simulated" else ""))
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+    # microbatch numbers inside boxes that are wide enough to hold them
+    if labels and span > 0 and len(timeline.events) <= MAX_LABEL_EVENTS:
+        fig_w = fig.get_figwidth() * ax.get_position().width
+        pts_per_unit = max(fig_w, 1.0) * 72.0 * 0.85 / (xmax or 1.0)
+        for e in timeline.events:
+            text = _op_label(e.op)
+            if e.duration * pts_per_unit < 0.62 * LABEL_FONTSIZE * len(text) + 3:
+                continue
+            ax.text((e.start - t0 + e.end - t0) / 2, e.rank + main_y0 + main_h / 2, text,
+                    ha="center", va="center", fontsize=LABEL_FONTSIZE, color="white",
+                    zorder=4, clip_on=True)
+
+    kinds_present = [k for k in KIND_COLORS if k in by_kind]
+    handles = [Patch(facecolor=KIND_COLORS[k], label=KIND_NAMES[k]) for k in kinds_present]
+    handles.append(Patch(facecolor=IDLE_FACE, edgecolor=IDLE_EDGE, hatch=IDLE_HATCH, label="idle"))
+    if overlay is not None:
+        handles.append(Patch(facecolor="#bbbbbb", edgecolor="none",
+                             label=f"tall boxes: {timeline.source}"))
+        handles.append(Patch(facecolor="white", edgecolor="black",
+                             label=f"thin bars: {overlay.source}"
+                             + ("" if overlay_scale in (None, 1, 1.0) else " (rescaled)")))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
+              frameon=False, borderaxespad=0.2)
+
+    head = title if title is not None else _title_line(timeline)
+    ax.set_title(f"{head}\n{metrics_line(timeline)}", fontsize=10, loc="left")
+    return fig
+
+
+# ---- in-flight activations ------------------------------------------------------------------
+def _levels(ops) -> list[int]:
+    """Activations alive after each op (F adds one; B, or W after a split backward, frees it)."""
+    alive: set = set()
+    out = []
+    for op in ops:
+        for a in op.parts:
+            key = (a.stage, a.microbatch)
+            if a.kind == "F":
+                alive.add(key)
+            elif a.kind in ("B", "W"):
+                alive.discard(key)
+        out.append(len(alive))
+    return out
+
+
+def draw_inflight(timeline_or_schedule, ax=None, title: str | None = None) -> Figure:
+    """Activations held per rank: over time for a Timeline, over steps for a Schedule.
+
+    The legend gives each rank's peak, which is what sets that rank's activation memory.
+    """
+    if ax is None:
+        fig = Figure(figsize=(8, 3.2), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    obj = timeline_or_schedule
+    if isinstance(obj, Schedule):
+        P, name = obj.P, f"{obj.name} P={obj.P} M={obj.M}"
+        series = []
+        for r in range(P):
+            lv = _levels(obj.ranks[r])
+            series.append((list(range(len(lv) + 1)), [0] + lv))
+        ax.set_xlabel("step (position in the rank's run order)")
+    else:
+        P = obj.num_ranks
+        name = _title_line(obj)
+        t0 = obj.start
+        series = []
+        for r in range(P):
+            evs = obj.rank_events(r)
+            lv = _levels(e.op for e in evs)
+            xs = [0.0] + [e.end - t0 for e in evs]
+            series.append((xs, [0] + lv))
+        ax.set_xlabel("time")
+    cmap = matplotlib.colormaps["viridis"]
+    for r, (xs, ys) in enumerate(series):
+        colour = cmap(r / max(P - 1, 1) * 0.9)
+        ax.step(xs, ys, where="post", color=colour, lw=1.6,
+                label=f"rank {r} (peak {max(ys)})")
+    ax.set_ylabel("activations held")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    ax.set_title(title or f"in-flight activations per rank — {name}", fontsize=10, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return fig
+
+
+def draw_peak_bars(timelines: Sequence[Timeline], ax=None, title: str | None = None) -> Figure:
+    """Grouped bars: peak in-flight activations per rank, one colour per timeline."""
+    if ax is None:
+        fig = Figure(figsize=(6, 2.8), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    n = max(len(timelines), 1)
+    width = 0.8 / n
+    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00"]
+    for i, tl in enumerate(timelines):
+        peaks = tl.peak_inflight
+        xs = [r - 0.4 + width * (i + 0.5) for r in range(len(peaks))]
+        bars = ax.bar(xs, peaks, width=width, color=palette[i % len(palette)],
+                      label=_title_line(tl))
+        if len(peaks) <= 16:
+            ax.bar_label(bars, fontsize=7)
+    P = max((tl.num_ranks for tl in timelines), default=1)
+    ax.set_xticks(range(P), [str(r) for r in range(P)])
+    ax.set_xlabel("rank")
+    ax.set_ylabel("peak activations held")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.set_title(title or "peak in-flight microbatches per rank", fontsize=10, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return fig
+
+
+# ---- bubble vs M ------------------------------------------------------------------------------
+def bubble_closed_form(P: int, M: float, V: int = 1) -> tuple[float, float]:
+    """(bubble ÷ total, bubble ÷ ideal) for GPipe/1F1B (V=1) and interleaved 1F1B (V>1)."""
+    idle = (P - 1) / V
+    return idle / (M + idle), idle / M
+
+
+def draw_bubble_curve(P: int, Ms: Iterable[int], schedule: str = "1f1b", V: int = 1,
+                      costs=None, ax=None, title: str | None = None) -> Figure:
+    """Bubble vs number of microbatches: closed-form lines, simulated points on top.
+
+    Both denominators are drawn: ÷ total rank-time (GPipe paper) and ÷ ideal busy time
+    (Megatron-LM). The points are full simulations of ``schedule`` (combinations the
+    generator refuses are skipped), so a point off its line is a real discrepancy.
+    """
+    from .schedules import make_schedule
+    from .simulate import simulate
+
+    Ms = sorted(set(int(m) for m in Ms))
+    if ax is None:
+        fig = Figure(figsize=(7, 3.4), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    if Ms:
+        lo, hi = Ms[0], Ms[-1]
+        n = 200
+        grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)] if hi > lo else [lo]
+        frac = [bubble_closed_form(P, m, V)[0] for m in grid]
+        ratio = [bubble_closed_form(P, m, V)[1] for m in grid]
+        v = "" if V == 1 else "V·"
+        ax.plot(grid, ratio, color="#D55E00", lw=1.5,
+                label="÷ ideal: (P−1)/M" if V == 1 else "÷ ideal: (P−1)/(V·M)")
+        ax.plot(grid, frac, color="#0072B2", lw=1.5,
+                label=f"÷ total: (P−1)/({v}M+P−1)")
+    sm, sf, sr = [], [], []
+    for m in Ms:
+        try:
+            sched = make_schedule(schedule, P, m, V)
+            tl = simulate(sched, costs) if costs is not None else simulate(sched)
+        except ValueError:
+            continue
+        sm.append(m)
+        sf.append(tl.bubble_fraction)
+        sr.append(tl.bubble_ratio)
+    ax.plot(sm, sr, "o", color="#D55E00", ms=5, mfc="white", label=f"simulated {schedule}, ÷ ideal")
+    ax.plot(sm, sf, "s", color="#0072B2", ms=5, mfc="white", label=f"simulated {schedule}, ÷ total")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(lambda x, _: f"{x:g}")
+    ax.set_xlabel("microbatches M")
+    ax.set_ylabel("bubble")
+    ax.yaxis.set_major_formatter(lambda y, _: f"{y:.0%}")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title(title or f"bubble vs M at P={P}" + (f", V={V}" if V != 1 else "")
+                 + " — two denominators, one idle time", fontsize=10, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return fig
+
+
+def figure_png(fig: Figure, dpi: int = 80) -> bytes:
+    """Render a Figure to PNG bytes with the Agg canvas (no pyplot, no display needed)."""
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+__all__ = ["KIND_COLORS", "draw_timeline", "draw_inflight", "draw_peak_bars",
+           "draw_bubble_curve", "bubble_closed_form", "metrics_line", "figure_png"]
