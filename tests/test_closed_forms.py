@@ -123,3 +123,17 @@ def test_comm_latency_lengthens_the_critical_path():
     base = simulate(make_schedule("1f1b", P, M), tf=1, tb=2).makespan
     slow = simulate(make_schedule("1f1b", P, M), tf=1, tb=2, comm=c).makespan
     assert slow >= base + 2 * (P - 1) * c
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 5, 8])
+@pytest.mark.parametrize("extra", [0, 1, 4])
+@pytest.mark.parametrize("tf,tb,tw", [(1, 2, 1), (2, 3, 1), (1, 3, 1), (2, 4, 2), (1, 2, 0.5),
+                                      (1, 4, 1)])
+def test_zb_h2_excess_and_memory(P, extra, tf, tb, tw):
+    """Zero Bubble Table 2 gives (P−1)(T_F + T_I − 2T_W) assuming overlapped iterations; one
+    flushed step cannot beat the start-up wait (P−1)·t_f, and ZB-H2 reaches the larger one."""
+    M = 2 * P - 1 + extra
+    tl = simulate(make_schedule("zb-h2", P, M), tf=tf, tb=tb, tw=tw)
+    ti = tb - tw
+    assert tl.makespan - M * (tf + tb) == max((P - 1) * tf, (P - 1) * (tf + ti - 2 * tw))
+    assert tl.peak_inflight == [min(2 * P - 1, M)] * P

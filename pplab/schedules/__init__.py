@@ -7,7 +7,7 @@ from ..ir import Schedule
 from .classic import gpipe, naive, one_f_one_b
 from .dualpipe import dualpipe, dualpipev
 from .interleaved import breadth_first, interleaved
-from .zero_bubble import zb_h1, zbv
+from .zero_bubble import zb_h1, zb_h2, zbv
 
 GENERATORS: dict[str, Callable[..., Schedule]] = {
     "naive": naive,
@@ -16,6 +16,7 @@ GENERATORS: dict[str, Callable[..., Schedule]] = {
     "interleaved": interleaved,
     "bfs": breadth_first,
     "zb-h1": zb_h1,
+    "zb-h2": zb_h2,
     "zbv": zbv,
     "dualpipe": dualpipe,
     "dualpipev": dualpipev,

@@ -94,3 +94,72 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
             emit("W", 0)
         ranks.append([op for op in ops if op.microbatch < M])
     return build("zbv", P, M, v_placement(P), ranks, V=2)
+
+
+def _greedy_order(P: int, M: int, cap: int) -> list[list[Op]]:
+    """List-schedule one stage per rank at unit costs (t_F = t_I = t_W = 1).
+
+    Whenever a rank can start something it prefers I (the previous rank waits on it), then F
+    (while it holds fewer than ``cap`` microbatches), then the oldest pending W. Ties between
+    ranks go to the earliest start, then the lowest rank, so the order is deterministic.
+    """
+    next_f, next_i = [0] * P, [0] * P
+    pending_w: list[deque] = [deque() for _ in range(P)]
+    f_end: dict = {}
+    i_end: dict = {}
+    alive, free = [0] * P, [0] * P
+    ops: list[list[Op]] = [[] for _ in range(P)]
+
+    def best(r):
+        """(start, priority, kind) of the best op rank r could start next, or None."""
+        mb = next_i[r]
+        if mb < M and (r, mb) in f_end and (r == P - 1 or (r + 1, mb) in i_end):
+            up = i_end[(r + 1, mb)] if r < P - 1 else 0
+            return (max(free[r], f_end[(r, mb)], up), 0, "I")
+        mb = next_f[r]
+        if mb < M and alive[r] < cap and (r == 0 or (r - 1, mb) in f_end):
+            return (max(free[r], f_end[(r - 1, mb)] if r else 0), 1, "F")
+        if pending_w[r]:
+            return (free[r], 2, "W")
+        return None
+
+    choice = [best(r) for r in range(P)]
+    for _ in range(3 * P * M):
+        r = min((c[0], c[1], r) for r, c in enumerate(choice) if c is not None)[2]
+        start, _, kind = choice[r]
+        if kind == "I":
+            mb = next_i[r]; next_i[r] += 1
+            i_end[(r, mb)] = start + 1
+            pending_w[r].append(mb)
+            ops[r].append(I(r, mb))
+        elif kind == "F":
+            mb = next_f[r]; next_f[r] += 1
+            f_end[(r, mb)] = start + 1
+            alive[r] += 1
+            ops[r].append(F(r, mb))
+        else:
+            mb = pending_w[r].popleft()
+            alive[r] -= 1
+            ops[r].append(W(r, mb))
+        free[r] = start + 1
+        for q in (r - 1, r, r + 1):          # only neighbours' options change
+            if 0 <= q < P:
+                choice[q] = best(q)
+    return ops
+
+
+def zb_h2(P: int, M: int, V: int = 1) -> Schedule:
+    """ZB-H2: more warm-up forwards (up to 2P−1 microbatches alive) so the first backward
+    never waits, and W's moved to the tail.
+
+    Source: Zero Bubble §3.1 (ZB-H2), Table 2: bubble (P−1)(T_F + T_I − 2T_W) with peak
+    memory (2P−1)·M_B. That figure assumes consecutive iterations overlap (the paper's
+    optimizer post-validation). For one flushed step nothing can beat (P−1)·t_f — the last
+    rank waits that long for its first input — so what pplab's simulator shows is
+    max((P−1)·t_f, (P−1)(t_f + t_I − 2t_w)) for M ≥ 2P−1. The order is a greedy list
+    schedule at unit costs (prefer I, then F under the memory cap, then W).
+    Constraints: V = 1.
+    """
+    check_basics("zb-h2", P, M, V)
+    no_virtual("zb-h2", V)
+    return build("zb-h2", P, M, range(P), _greedy_order(P, M, 2 * P - 1))
