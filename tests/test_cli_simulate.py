@@ -62,3 +62,10 @@ def test_core_imports_without_torch_or_matplotlib():
            "print('torch' in sys.modules, 'matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_plot_writes_png(tmp_path, capsys):
+    path = tmp_path / "tl.png"
+    assert main(["simulate", "-s", "dualpipe", "-P", "4", "-M", "8", "--tw", "1", "--plot",
+                 str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
