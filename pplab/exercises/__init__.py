@@ -1,0 +1,14 @@
+"""Graders for the exercise notebooks.
+
+Each ``check_*`` function takes the student's answer (usually a function), compares it with
+pplab's own generators and simulator on many cases — including ones the notebook never
+shows — and raises ``AssertionError`` with a message that says which case failed, what was
+expected and a hint. On success it prints a short confirmation and returns ``True``.
+"""
+from __future__ import annotations
+
+from .bubble import (check_bubble_formulas, check_inflight, check_one_f_one_b_rank,
+                     check_text_schedule)
+
+__all__ = ["check_bubble_formulas", "check_one_f_one_b_rank", "check_inflight",
+           "check_text_schedule"]
