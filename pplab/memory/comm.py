@@ -1,0 +1,101 @@
+"""Bytes each GPU sends per training step, by parallelism axis, and rough times for them.
+
+Volumes are per GPU (the busiest pipeline rank), counting a ring all-reduce of n bytes over
+k ranks as 2(k−1)/k·n sent (reduce-scatter + all-gather, each (k−1)/k·n).
+
+* TP (Megatron-LM, Narayanan et al. 2021 §3): 2 all-reduces of the s·b·h activation in each
+  layer's forward and 2 in its backward (+2 more when full recomputation reruns the
+  forward). Sequence parallelism swaps each all-reduce for an all-gather + reduce-scatter of
+  the same total volume (Korthikanti §4.2.2). The vocab-parallel embedding/loss reductions
+  are left out (small next to L layers).
+* PP: one activation forward and one gradient backward per stage boundary per microbatch,
+  s·b·h/t values each (Megatron's scatter/gather optimisation; with SP it is already
+  sharded). Interleaving multiplies hops by V; V-shapes skip the same-rank turn.
+* DP (ZeRO paper §7): all-reduce of the gradients, 2Ψ per step; ZeRO-1/2 the same
+  (reduce-scatter + all-gather); ZeRO-3/FSDP 3Ψ (parameters gathered for forward and again
+  for backward, gradients reduce-scattered) — assuming parameters are gathered once per step
+  for all microbatches, not once per microbatch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir import Schedule
+from ..partition import stage_layers
+from .model_spec import ModelSpec
+from .parallel import ParallelConfig
+
+
+@dataclass(frozen=True)
+class Network:
+    """Per-GPU bandwidths in bytes/s. Defaults: NVLink-class inside a node (H100: 450 GB/s
+    each way), InfiniBand-class between nodes (400 Gb/s NIC per GPU = 50 GB/s)."""
+    intra_node: float = 450e9
+    inter_node: float = 50e9
+    gpus_per_node: int = 8
+
+
+def ring_allreduce_sent(nbytes: float, k: int) -> float:
+    return 0.0 if k <= 1 else 2 * (k - 1) / k * nbytes
+
+
+def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
+                 seq: int | None = None) -> dict[str, float]:
+    """Bytes sent per step by one GPU of the busiest rank on each axis: tp, pp, dp."""
+    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    act = s * b * model.hidden * cfg.bytes_act
+    ranges = stage_layers(schedule, model.layers)
+    per_mb = schedule.microbatches_per_copy
+    n_ar = 4 + (2 if cfg.recompute == "full" else 0)
+    tp, pp = [], []
+    for r in range(schedule.P):
+        stages = schedule.stages_of_rank(r)
+        layers = sum(len(ranges[st]) for st in stages)
+        tp.append(layers * per_mb * n_ar * ring_allreduce_sent(act, t))
+        hops = 0
+        for st in stages:
+            if not schedule.is_last(st) and schedule.stage_to_rank[st + 1] != r:
+                hops += per_mb                                     # activations forward
+            if not schedule.is_first(st) and schedule.stage_to_rank[st - 1] != r:
+                hops += per_mb                                     # gradients backward
+        pp.append(hops * act / t)
+    dp = dp_volume(_max_params(model, cfg, schedule), cfg)
+    return {"tp": max(tp), "pp": max(pp), "dp": dp}
+
+
+def dp_volume(psi: float, cfg: ParallelConfig) -> float:
+    """2Ψ (all-reduce; ZeRO-1/2 reduce-scatter + all-gather) or 3Ψ (ZeRO-3), times (d−1)/d."""
+    d = cfg.dp
+    if d <= 1:
+        return 0.0
+    f = (d - 1) / d
+    if cfg.zero >= 3:
+        return f * psi * (2 * cfg.bytes_param + cfg.bytes_grad)
+    return 2 * f * psi * cfg.bytes_grad
+
+
+def _max_params(model, cfg, schedule) -> float:
+    from .accounting import stage_param_split
+    ranges = stage_layers(schedule, model.layers)
+    best = 0.0
+    for r in range(schedule.P):
+        stages = schedule.stages_of_rank(r)
+        tot = sum((stage_param_split(model, schedule, st, ranges[st], stages).per_rank(cfg.tp)
+                   for st in stages), 0.0)
+        best = max(best, tot)
+    return best
+
+
+def axis_bandwidths(cfg: ParallelConfig, net: Network) -> dict[str, float]:
+    """Rank order TP (innermost), DP, PP (outermost), Megatron's default: an axis stays inside
+    a node while the product of it and the axes inside it fits in one node."""
+    n = net.gpus_per_node
+    inside = {"tp": cfg.tp, "dp": cfg.tp * cfg.dp, "pp": cfg.tp * cfg.dp * cfg.pp}
+    return {k: net.intra_node if v <= n else net.inter_node for k, v in inside.items()}
+
+
+def comm_times(volumes: dict[str, float], cfg: ParallelConfig,
+               net: Network | None = None) -> dict[str, float]:
+    """Seconds per step if nothing overlapped: volume / the axis's per-GPU bandwidth."""
+    bw = axis_bandwidths(cfg, net or Network())
+    return {k: v / bw[k] for k, v in volumes.items()}

@@ -1,0 +1,305 @@
+"""Pick a layout: enumerate TP × PP × DP, schedule, V, ZeRO and recomputation, keep those
+that fit in GPU memory, and rank them by an estimated step time.
+
+Step time = the simulated pipeline makespan (``pplab.simulate``: compute, bubble and the
+point-to-point hops on the critical path) + the part of the DP gradient traffic that the
+last backward cannot hide. TP traffic is added to every forward/backward: it sits on the
+critical path of each layer. Compute per microbatch per rank is
+FLOPs/token × tokens / (PP·TP) / (peak FLOP/s × efficiency), backward = 2 × forward.
+
+Pruning keeps it quick: TP is a power of two inside one node, PP a power of two ≤ layers,
+DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
+simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
+the pipeline is in steady state; see ``_affine``).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..schedules import make_schedule
+from ..simulate import Costs, simulate
+from ..partition import stage_layers
+from .accounting import memory_report, peak_weighted, stage_activation_bytes
+from .comm import Network, axis_bandwidths, comm_volumes
+from .model_spec import ModelSpec
+from .parallel import ParallelConfig
+
+SIM_MAX_M = 48
+NEEDS_2P = {"dualpipe", "dualpipev", "zbv", "interleaved", "bfs"}
+SPLIT_BACKWARD = {"zb-h1", "zbv", "dualpipe", "dualpipev"}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU type and its network. Defaults: H100 SXM 80 GB, 989 TFLOP/s dense bf16,
+    40% of peak reached by the matmuls; NVLink 450 GB/s, InfiniBand 50 GB/s per GPU."""
+    memory: float = 80e9
+    flops: float = 989e12
+    efficiency: float = 0.4
+    network: Network = field(default_factory=Network)
+
+
+@dataclass
+class Candidate:
+    config: ParallelConfig
+    feasible: bool
+    reason: str = ""
+    peak_bytes: float = 0.0
+    peak_rank: int = 0
+    step_time: float = math.inf
+    bubble_fraction: float = 0.0
+    breakdown: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        c = self.config
+        v = f" V={c.virtual}" if c.virtual and c.virtual > 1 else ""
+        head = (f"TP={c.tp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
+                f"b={c.microbatch} ZeRO-{c.zero} recompute={c.recompute}"
+                f"{' SP' if c.sp else ''}")
+        if not self.feasible:
+            return f"{head}: {self.reason}"
+        return (f"{head}: {self.step_time:.3f} s/step, bubble {self.bubble_fraction:.1%}, "
+                f"peak {self.peak_bytes / 1e9:.1f} GB on rank {self.peak_rank}")
+
+
+def compute_costs(model: ModelSpec, cfg: ParallelConfig, hw: Hardware,
+                  seq: int | None = None) -> tuple[float, float]:
+    """(tf, tb) seconds of pure compute for one microbatch through one rank's L/P layers."""
+    s = seq or model.seq
+    per_token = model.train_flops_per_token(cfg.recompute) if seq is None else \
+        model.with_(seq=s).train_flops_per_token(cfg.recompute)
+    base = model.with_(seq=s).train_flops_per_token("none")
+    fwd = base / 3 * s * cfg.microbatch / (cfg.pp * cfg.tp) / (hw.flops * hw.efficiency)
+    extra = (per_token - base) * s * cfg.microbatch / (cfg.pp * cfg.tp) / (hw.flops * hw.efficiency)
+    return fwd, 2 * fwd + extra
+
+
+def _reduced(M: int, P: int, name: str = "") -> tuple[int, int] | None:
+    """Two smaller M with the same residue mod P (2P for odd P) and ≥ 2P: the divisibility
+    and minimum-size rules of every schedule then hold for them exactly when they hold for M."""
+    if M <= SIM_MAX_M:
+        return None
+    step = P if P % 2 == 0 else 2 * P
+    lo = max((2 if name in NEEDS_2P else 1) * P, 8)
+    Ma = M - ((M - lo) // step) * step
+    return Ma, Ma + step
+
+
+def _affine(f, M: int, P: int, name: str) -> float:
+    """f(M), or f extrapolated on the line through f(Ma), f(Mb) for large M."""
+    red = _reduced(M, P, name)
+    if red is None:
+        return f(M)
+    Ma, Mb = red
+    fa, fb = f(Ma), f(Mb)
+    return fa + (M - Ma) * (fb - fa) / (Mb - Ma)
+
+
+@lru_cache(maxsize=4096)
+def _schedule(name: str, P: int, M: int, V: int | None):
+    return make_schedule(name, P, M, V)
+
+
+def _makespan_unit(name, P, M, V, tb, tw, comm) -> float:
+    """Makespan with tf = 1 (the simulation is scale-free: times scale together)."""
+    if name == "gpipe":      # same bubble as 1F1B (Megatron-LM §2.2.1): share its simulation
+        name = "1f1b"
+    return _affine(lambda m: _sim(name, P, m, V, tb, tw, comm), M, P, name)
+
+
+@lru_cache(maxsize=8192)
+def _sim(name, P, M, V, tb, tw, comm) -> float:
+    return simulate(_schedule(name, P, M, V), Costs(tf=1.0, tb=tb, tw=tw, comm=comm)).makespan
+
+
+def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
+             seq: int | None = None) -> dict:
+    """Step-time estimate for a valid ``cfg``: compute + bubble + exposed communication."""
+    hw = hw or Hardware()
+    s = seq or model.seq
+    tf, tb = compute_costs(model, cfg, hw, seq)
+    bw = axis_bandwidths(cfg, hw.network)
+    t = cfg.tp
+    act = s * cfg.microbatch * model.hidden * cfg.bytes_act
+    ar = 0.0 if t == 1 else 2 * (t - 1) / t * act / bw["tp"]     # one TP all-reduce
+    layers_per_rank = model.layers / cfg.pp
+    n_ar = 4 + (2 if cfg.recompute == "full" else 0)      # TP all-reduces per layer, F+B
+    scale = 1 + n_ar * layers_per_rank * ar / (tf + tb)   # TP traffic stretches every op
+    tf_all, tb_all = tf * scale, tb * scale
+    p2p = act / t / bw["pp"] if cfg.pp > 1 else 0.0
+    # W ≈ one forward's matmuls (Zero Bubble §2); only schedules that split B use it.
+    tw = 1.0 if cfg.schedule in SPLIT_BACKWARD else 0.0
+    # Ratios rounded so layouts that differ only slightly share one (scale-free) simulation.
+    makespan = tf_all * _makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
+                                       round(tb / tf, 1), tw, round(p2p / tf_all, 2))
+    sched = _schedule(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual)
+    chunks = sched.num_stages / sched.P
+    busy = cfg.microbatches * (tf_all + tb_all) * chunks * sched.chunk_fraction(0)
+    bubble = max(0.0, 1 - busy / makespan) if makespan > 0 else 0.0
+    dp_bytes = _dp_bytes(model, cfg, seq)
+    dp_time = dp_bytes / bw["dp"]
+    dp_exposed = max(0.0, dp_time - tb_all)       # the last backward hides some of it
+    return {"step_time": makespan + dp_exposed, "makespan": makespan, "bubble_fraction": bubble,
+            "tf": tf_all, "tb": tb_all, "p2p": p2p, "dp_time": dp_time,
+            "dp_exposed": dp_exposed, "tp_time_per_allreduce": ar}
+
+
+def _dp_bytes(model, cfg, seq):
+    from .comm import _max_params, dp_volume
+    return dp_volume(_max_params(model, cfg, _schedule(*_small_key(cfg))), cfg)
+
+
+def _small_key(cfg):
+    red = _reduced(cfg.microbatches, cfg.pp, cfg.schedule)
+    return (cfg.schedule, cfg.pp, red[0] if red else cfg.microbatches, cfg.virtual)
+
+
+@lru_cache(maxsize=4096)
+def _alive_states(name, P, M, V, layers) -> tuple:
+    """Per rank, the distinct (layers alive, first-stage chunks alive, last-stage chunks alive)
+    seen along its run order. Any per-layer and per-extra byte sizes then give the peak as
+    the max of a dot product, without walking the schedule again."""
+    sch = _schedule(name, P, M, V)
+    rg = stage_layers(sch, layers)
+    out = []
+    for ops in sch.ranks:
+        alive, cur, seen = set(), [0, 0, 0], set()
+        for op in ops:
+            for a in op.parts:
+                key = (a.stage, a.microbatch)
+                d = (len(rg[a.stage]), int(sch.is_first(a.stage)), int(sch.is_last(a.stage)))
+                if a.kind == "F":
+                    alive.add(key)
+                    cur = [c + x for c, x in zip(cur, d)]
+                    seen.add(tuple(cur))
+                elif a.kind in ("B", "W") and key in alive:
+                    alive.discard(key)
+                    cur = [c - x for c, x in zip(cur, d)]
+        out.append(tuple(seen) or ((0, 0, 0),))
+    return tuple(out)
+
+
+def _activation_peaks(model, cfg, M, seq):
+    from . import activations as act
+    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    w = (act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp, cfg.recompute,
+                                    cfg.bytes_act),
+         act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp),
+         act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act))
+    states = _alive_states(cfg.schedule, cfg.pp, M, cfg.virtual, model.layers)
+    return [max(sum(x * y for x, y in zip(st, w)) for st in rank) for rank in states]
+
+
+def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
+    """memory_report's numbers, with activations extrapolated in M beyond SIM_MAX_M.
+
+    Equal to ``memory_report`` for M ≤ SIM_MAX_M (a test checks it); the schedule is
+    generated at most twice per (schedule, P, M, V) and cached.
+    """
+    red = _reduced(cfg.microbatches, cfg.pp, cfg.schedule)
+    small = cfg if red is None else cfg.with_(microbatches=red[0])
+    rep = memory_report(model, small.with_(recompute="full"),
+                        _schedule(*_small_key(cfg)), seq)
+    if red is None:
+        peaks = _activation_peaks(model, cfg, cfg.microbatches, seq)
+    else:
+        a = _activation_peaks(model, cfg, red[0], seq)
+        b = _activation_peaks(model, cfg, red[1], seq)
+        f = (cfg.microbatches - red[0]) / (red[1] - red[0])
+        peaks = [x + f * (y - x) for x, y in zip(a, b)]
+    for rm, pk in zip(rep.per_rank, peaks):
+        rm.activations = pk
+    rep.config = cfg
+    return rep
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, k = [], 1
+    while k <= n:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: int | None = None,
+         seq: int | None = None, micro_batches: tuple[int, ...] = (1,),
+         schedules: tuple[str, ...] = ("1f1b", "interleaved", "zb-h1", "zbv", "dualpipev",
+                                       "gpipe"),
+         virtual: tuple[int, ...] = (2, 4), zero_stages: tuple[int, ...] = (0, 1, 2, 3),
+         recompute: tuple[str, ...] = ("none", "selective", "full"),
+         sp: bool = True, max_pp: int = 16) -> list[Candidate]:
+    """All candidate layouts, feasible ones first, fastest first; infeasible ones say why.
+
+    ``global_batch`` counts sequences per step (default 8 per GPU); M = global_batch/(DP·b).
+    ``max_pp`` caps the pipeline depth (Llama 3 405B trained with PP = 16, Llama 3 §3.3.1).
+    """
+    hw = hw or Hardware()
+    if gpus < 1:
+        raise ValueError(f"need at least one GPU, got {gpus}")
+    gb = global_batch or 8 * gpus
+    out: list[Candidate] = []
+    tps = [t for t in _pow2_upto(min(hw.network.gpus_per_node, gpus))
+           if model.heads % t == 0 and model.kv % t == 0 and model.ffn % t == 0]
+    for t in tps:
+        for p in _pow2_upto(min(model.layers, gpus // t, max_pp)):
+            if gpus % (t * p):
+                continue
+            d = gpus // (t * p)
+            for b in micro_batches:
+                if gb % (d * b):
+                    out.append(Candidate(ParallelConfig(t, p, d, microbatch=b), False,
+                                         f"global batch {gb} is not a multiple of DP×b = {d * b}"))
+                    continue
+                M = gb // (d * b)
+                for name in (schedules if p > 1 else ("1f1b",)):
+                    for V in (virtual if name in ("interleaved", "bfs") else (None,)):
+                        for rc in recompute:
+                            out.extend(_evaluate(model, t, p, d, b, M, name, V, rc, sp and t > 1,
+                                                 zero_stages, hw, seq))
+    out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
+    return out
+
+
+def _evaluate(model, t, p, d, b, M, name, V, rc, sp, zeros, hw, seq) -> list[Candidate]:
+    base = ParallelConfig(t, p, d, sp=sp, recompute=rc, microbatch=b, microbatches=M,
+                          schedule=name, virtual=V)
+    try:
+        # validate at the reduced M: same residue mod 2P, so the same divisibility rules
+        small = base.with_(microbatches=_small_key(base)[2])
+        small.validate(model)
+        rep0 = fast_memory(model, base, seq)
+    except ValueError as e:
+        return [Candidate(base, False, str(e))]
+    out, est = [], None
+    for z in zeros:
+        cfg = base.with_(zero=z)
+        if z > 0 and d == 1:
+            continue                               # ZeRO over one replica changes nothing
+        peak, rank = 0.0, 0
+        for rm in rep0.per_rank:
+            pb, gb_, ob = _states(rm.params_count, cfg)
+            tot = pb + gb_ + ob + rm.activations
+            if tot > peak:
+                peak, rank = tot, rm.rank
+        if peak > hw.memory:
+            out.append(Candidate(cfg, False, f"needs {peak / 1e9:.1f} GB on rank {rank} > "
+                                              f"{hw.memory / 1e9:.0f} GB", peak, rank))
+            continue
+        e = estimate(model, cfg, hw, seq)
+        out.append(Candidate(cfg, True, "", peak, rank, e["step_time"], e["bubble_fraction"], e))
+    return out
+
+
+def _states(psi, cfg):
+    from .accounting import model_states_bytes
+    return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
+                              cfg.bytes_optim)
+
+
+def timed_plan(*args, **kw) -> tuple[list[Candidate], float]:
+    t0 = time.perf_counter()
+    res = plan(*args, **kw)
+    return res, time.perf_counter() - t0
