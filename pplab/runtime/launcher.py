@@ -1,0 +1,394 @@
+"""Start a pipeline run with torchrun and turn what the ranks wrote into a RunResult.
+
+``run_schedule`` writes the job (schedule as rank texts + placement, model, options) to a JSON
+file, starts ``python -m torch.distributed.run ... -m pplab.runtime.worker JOB.json`` in its own
+process session, waits with a whole-job timeout, and on any failure names the failing rank and
+its cause (each rank writes its error to ``rank{r}.json`` in a temp dir). Afterwards no child
+process is left: the session is killed as a group and checked through psutil.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+from ..ir import Schedule
+from ..schedules import make_schedule
+from ..simulate import Costs, simulate
+from ..timeline import Event, Timeline
+from ..ir import parse_op
+from ..validate import problems
+from .model import RECOMPUTE, TinyConfig, check_model_fits
+
+
+class RunError(RuntimeError):
+    """A run failed; the message names the rank(s) and the cause."""
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs besides the schedule."""
+    steps: int = 2
+    emulate: dict | None = None          # {"tf":.., "tb":.., "tw":.., "tfb":..} seconds per chunk
+    recompute: str = "none"              # none | full | selective
+    model: TinyConfig = field(default_factory=TinyConfig)
+    seed: int = 0
+    optimizer: str = "sgd"               # sgd (momentum 0.9) | adam
+    lr: float = 0.05
+    device: str = "auto"                 # auto | cpu | cuda
+    check: bool = True                   # compare with a single-process reference on rank 0
+    control: str | None = None           # negative controls: "seed" | "drop"
+    fault: dict | None = None            # tests: {"rank": r, "op": i, "kind": "raise"|"kill"}
+    save_checkpoint: str | None = None
+    load_checkpoint: str | None = None
+
+    def validate(self) -> None:
+        if self.recompute not in RECOMPUTE:
+            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
+                             f"got {self.recompute!r}")
+        if self.steps < 1:
+            raise ValueError(f"steps must be ≥ 1, got {self.steps}")
+        if self.optimizer not in ("sgd", "adam"):
+            raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.emulate is not None:
+            Costs(**self.emulate)        # raises ValueError for negative / inconsistent costs
+
+
+@dataclass
+class RunResult:
+    """What a real run measured. ``timeline`` is the last step, source="measured"."""
+    schedule: Schedule
+    timeline: Timeline
+    loss: float
+    reference_loss: float | None
+    grad_max_rel_error: float | None
+    step_time_s: float
+    backend: str
+    device: str
+    peak_saved_bytes: list[int]
+    cuda_peak_bytes: list[int] | None
+    peak_inflight: list[int]
+    simulated: Timeline | None = None
+    note: str = ""
+    losses: list[float] = field(default_factory=list)
+    reference_losses: list[float] = field(default_factory=list)
+    grad_errors: list[float] = field(default_factory=list)
+    step_times: list[float] = field(default_factory=list)
+    worst_parameter: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def bubble_fraction(self) -> float:
+        return self.timeline.bubble_fraction
+
+    @property
+    def executed(self) -> list[list[str]]:
+        return [self.timeline.rank_order(r) for r in range(self.timeline.num_ranks)]
+
+    def to_dict(self) -> dict:
+        s = self.schedule
+        d = {"schedule": s.name, "P": s.P, "M": s.M, "V": s.V, "backend": self.backend,
+             "device": self.device, "note": self.note, "loss": self.loss,
+             "reference_loss": self.reference_loss, "losses": self.losses,
+             "reference_losses": self.reference_losses,
+             "grad_max_rel_error": self.grad_max_rel_error, "grad_errors": self.grad_errors,
+             "step_time_s": self.step_time_s, "step_times": self.step_times,
+             "bubble_fraction": self.bubble_fraction, "peak_inflight": self.peak_inflight,
+             "peak_saved_bytes": self.peak_saved_bytes, "cuda_peak_bytes": self.cuda_peak_bytes,
+             "ranks": self.executed,
+             "events": self.timeline.to_dict()["events"]}
+        if self.simulated is not None:
+            d["simulated_bubble_fraction"] = self.simulated.bubble_fraction
+            d["simulated_makespan"] = self.simulated.makespan
+            d["measured_makespan"] = self.timeline.makespan
+        return d
+
+
+# ---- helpers -------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def resolve_schedule(schedule_or_name, P: int | None, M: int | None, V: int | None) -> Schedule:
+    if isinstance(schedule_or_name, Schedule):
+        return schedule_or_name
+    if not isinstance(schedule_or_name, str):
+        raise ValueError("schedule must be a name (e.g. '1f1b') or a pplab Schedule")
+    if P is None or M is None:
+        raise ValueError("give P and M with a schedule name")
+    return make_schedule(schedule_or_name, P, M, V)
+
+
+def _schedule_dict(s: Schedule) -> dict:
+    return {"name": s.name, "P": s.P, "M": s.M, "V": s.V, "copies": s.copies,
+            "stage_to_rank": list(s.stage_to_rank), "ranks": s.rank_texts()}
+
+
+def _check(schedule: Schedule, cfg: RunConfig) -> None:
+    cfg.validate()
+    found = problems(schedule)
+    if found:  # structure only; deadlocks are left for the runtime to catch and explain
+        raise ValueError(f"schedule {schedule.name!r} cannot run: {found[0]}")
+    check_model_fits(schedule, cfg.model)
+
+
+def _children_gone(pid: int, timeout: float = 10.0) -> list[int]:
+    """Pids still alive in the session started at ``pid`` (empty list when all are gone)."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover
+        psutil = None
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        if psutil is not None:
+            for p in psutil.process_iter(["pid"]):
+                try:
+                    if os.getsid(p.info["pid"]) == pid and p.status() != psutil.STATUS_ZOMBIE:
+                        alive.append(p.info["pid"])
+                except (OSError, psutil.Error):
+                    pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        if not _children_gone(proc.pid, timeout=wait):
+            return
+    left = _children_gone(proc.pid, timeout=1.0)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+_SIGNALS = {int(s): s.name for s in signal.Signals}
+
+
+def _diagnose(tmp: str, output: str, schedule: Schedule | None, timed_out: bool,
+              timeout: float) -> str:
+    """One message naming the failing rank(s) and their cause."""
+    errs, waits = {}, {}
+    for name in os.listdir(tmp):
+        m = re.match(r"rank(\d+)\.(json|wait)$", name)
+        if not m:
+            continue
+        try:
+            with open(os.path.join(tmp, name)) as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            continue
+        (errs if m.group(2) == "json" else waits)[int(m.group(1))] = d
+    lines = []
+    raised = {r: d for r, d in errs.items() if d.get("kind") in ("exception", "deadlock")}
+    for r, d in sorted(raised.items()):
+        tb = [ln for ln in d.get("traceback", "").strip().splitlines() if ln.strip()]
+        excerpt = " | ".join(ln.strip() for ln in tb[-4:-1])
+        lines.append(f"rank {r} failed: {d['message']}" + (f" (traceback: {excerpt})" if excerpt else ""))
+    # ranks that died without writing anything (killed): torchrun names them with exit codes
+    for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)",
+                         output):
+        r, code = int(m.group(1)), int(m.group(2))
+        if r in errs:
+            continue
+        if code < 0:
+            lines.append(f"rank {r} was killed by signal {_SIGNALS.get(-code, -code)} "
+                         f"(exit code {code}) and left no error report")
+        elif code not in (0, 1):
+            lines.append(f"rank {r} exited with code {code} and left no error report")
+    stuck = {r: d for r, d in errs.items() if d.get("kind") == "stuck"}
+    if not raised and (stuck or (timed_out and waits)):
+        ranks = sorted(set(stuck) | set(waits))
+        detail = "; ".join(
+            (stuck[r]["message"] if r in stuck else f"rank {r} waiting {waits[r]['waiting_for']}")
+            for r in ranks)
+        lines.insert(0, f"stuck ranks: {', '.join(map(str, ranks))} — {detail}")
+        if schedule is not None:
+            from ..simulate import DeadlockError, execute
+            try:
+                execute(schedule, lambda op: 1.0)
+            except (DeadlockError, ValueError) as e:
+                lines.append(f"the simulator agrees the schedule deadlocks: {e}")
+    if timed_out:
+        lines.insert(0, f"the run did not finish within the {timeout:g} s timeout")
+    if not lines:
+        tail = " | ".join(ln for ln in output.strip().splitlines()[-6:])
+        lines.append(f"torchrun failed without a rank error report: {tail}")
+    return "; ".join(lines)
+
+
+def _launch(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, device: str,
+            progress: Callable[[str], None] | None, nnodes: int = 1, node_rank: int = 0,
+            rdzv_endpoint: str | None = None, keep_dir: str | None = None,
+            schedule: Schedule | None = None) -> tuple[dict, list[dict]]:
+    tmp = keep_dir or tempfile.mkdtemp(prefix="pplab-run-")
+    os.makedirs(tmp, exist_ok=True)
+    for i, run in enumerate(runs):
+        run["result"] = os.path.join(tmp, f"result{i}.json")
+    job = {"runs": runs, "err_dir": tmp, "comm_timeout": comm_timeout, "device": device,
+           "progress": os.path.join(tmp, "progress.log"), "info": os.path.join(tmp, "info.json")}
+    job_path = os.path.join(tmp, "job.json")
+    with open(job_path, "w") as f:
+        json.dump(job, f)
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
+           f"--nnodes={nnodes}", "--max-restarts=0", "--monitor-interval=0.1"]
+    if nnodes > 1:
+        if not rdzv_endpoint:
+            raise ValueError("multi-node runs need rdzv_endpoint HOST:PORT reachable by all nodes")
+        cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint={rdzv_endpoint}", "--rdzv-id=pplab",
+                f"--node-rank={node_rank}"]
+    else:
+        cmd += ["--master-addr=127.0.0.1", f"--master-port={_free_port()}"]
+    cmd += ["-m", "pplab.runtime.worker", job_path]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    log_path = os.path.join(tmp, "torchrun.log")
+    if progress:
+        progress(f"starting torchrun with {P} ranks")
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, cwd=root)
+    t0 = time.monotonic()
+    seen = 0
+    timed_out = False
+    try:
+        while proc.poll() is None:
+            if time.monotonic() - t0 > timeout:
+                timed_out = True
+                break
+            time.sleep(0.05)
+            if progress and os.path.exists(job["progress"]):
+                with open(job["progress"]) as f:
+                    lines = f.read().splitlines()
+                for ln in lines[seen:]:
+                    progress(ln)
+                seen = len(lines)
+    finally:
+        _kill_session(proc)
+    left = _children_gone(proc.pid, timeout=2.0)
+    with open(log_path) as f:
+        output = f.read()
+    if timed_out or proc.returncode != 0:
+        msg = _diagnose(tmp, output, schedule, timed_out, timeout)
+        if left:
+            msg += f"; processes still alive after cleanup: {left}"
+        raise RunError(msg)
+    info = {}
+    if os.path.exists(job["info"]):
+        with open(job["info"]) as f:
+            info = json.load(f)
+    results = []
+    for run in runs:
+        with open(run["result"]) as f:
+            results.append(json.load(f))
+    return info, results
+
+
+def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float) -> RunResult:
+    events = [Event(int(rk), parse_op(a), float(s), float(e)) for rk, a, s, e in r["events"]]
+    meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
+            "backend": info.get("backend"), "device": info.get("device"),
+            "recompute": cfg.recompute, "emulate": cfg.emulate}
+    tl = Timeline(schedule.P, events, "measured", schedule, meta)
+    tl = tl.shifted(-tl.start)
+    sim = simulate(schedule, Costs(**cfg.emulate)) if cfg.emulate else None
+    errs = r.get("grad_errors") or []
+    refs = r.get("reference_losses") or []
+    return RunResult(
+        schedule=schedule, timeline=tl, loss=r["losses"][-1],
+        reference_loss=refs[-1] if refs else None,
+        grad_max_rel_error=max(errs) if errs else None,
+        step_time_s=r["step_time_s"], backend=info.get("backend", "?"),
+        device=info.get("device", "?"), peak_saved_bytes=r["peak_saved_bytes"],
+        cuda_peak_bytes=r["cuda_peak_bytes"], peak_inflight=tl.peak_inflight, simulated=sim,
+        note=info.get("note", ""), losses=r["losses"], reference_losses=refs, grad_errors=errs,
+        step_times=r["step_times"],
+        worst_parameter=(r.get("worst_parameter") or [""])[-1] if errs else "", wall_s=wall)
+
+
+def _run_dict(schedule: Schedule, cfg: RunConfig) -> dict:
+    return {"schedule": _schedule_dict(schedule), "model": cfg.model.to_dict(),
+            "seed": cfg.seed, "steps": cfg.steps, "emulate": cfg.emulate,
+            "recompute": cfg.recompute, "optimizer": cfg.optimizer, "lr": cfg.lr,
+            "check": cfg.check, "control": cfg.control, "fault": cfg.fault,
+            "save_checkpoint": cfg.save_checkpoint, "load_checkpoint": cfg.load_checkpoint}
+
+
+# ---- public API ----------------------------------------------------------------------------
+def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int | None = None,
+                 steps: int = 2, emulate: dict | None = None, recompute: str = "none",
+                 timeout: float = 120.0, progress: Callable[[str], None] | None = None,
+                 model: TinyConfig | None = None, device: str = "auto",
+                 comm_timeout: float | None = None, config: RunConfig | None = None,
+                 nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: str | None = None,
+                 **config_kw) -> RunResult:
+    """Run a schedule for real on P torchrun processes and measure it.
+
+    ``schedule_or_name`` is a name (with P, M, V) or a Schedule (a student's own). Extra
+    keywords go to RunConfig (seed, optimizer, lr, control, fault, save_checkpoint,
+    load_checkpoint, check). Raises ValueError for bad arguments and RunError naming the
+    rank and cause when a run fails, deadlocks or exceeds ``timeout`` seconds.
+    """
+    schedule = resolve_schedule(schedule_or_name, P, M, V)
+    cfg = config or RunConfig()
+    cfg = replace(cfg, steps=steps, emulate=emulate, recompute=recompute,
+                  model=model or cfg.model, device=device, **config_kw)
+    _check(schedule, cfg)
+    if comm_timeout is None:
+        comm_timeout = max(5.0, min(60.0, timeout / 3))
+    t0 = time.monotonic()
+    info, [r] = _launch(schedule.P, [_run_dict(schedule, cfg)], timeout=timeout,
+                        comm_timeout=comm_timeout, device=cfg.device, progress=progress,
+                        nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
+                        schedule=schedule)
+    return _result(schedule, cfg, info, r, time.monotonic() - t0)
+
+
+def run_many(items: Sequence[tuple[Schedule | str, dict]], P: int, *, timeout: float = 300.0,
+             comm_timeout: float = 30.0, device: str = "auto",
+             progress: Callable[[str], None] | None = None) -> list[RunResult]:
+    """Several runs with the same P in ONE torchrun launch (saves the start-up cost).
+
+    ``items``: (schedule or name, options) where options may hold M, V and RunConfig fields.
+    """
+    scheds, cfgs, runs = [], [], []
+    for sched, opts in items:
+        opts = dict(opts)
+        M, V = opts.pop("M", 8), opts.pop("V", None)
+        s = resolve_schedule(sched, P, M, V)
+        if s.P != P:
+            raise ValueError(f"run_many: {s.name} has P={s.P}, expected {P}")
+        cfg = RunConfig(**opts)
+        _check(s, cfg)
+        scheds.append(s)
+        cfgs.append(cfg)
+        runs.append(_run_dict(s, cfg))
+    t0 = time.monotonic()
+    info, results = _launch(P, runs, timeout=timeout, comm_timeout=comm_timeout, device=device,
+                            progress=progress)
+    wall = time.monotonic() - t0
+    return [_result(s, c, info, r, wall) for s, c, r in zip(scheds, cfgs, results)]

@@ -1,0 +1,224 @@
+"""A tiny GPT-like model, cut into pipeline stages that keep the full model's parameter names.
+
+The full model is always built first from the seed and the stages take their layers out of it,
+so a stage's weights do not depend on how many stages there are: the stage holding layer 5
+has ``layers.5.*`` whatever P is, and gradients / checkpoints line up across any P.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from ..ir import Schedule
+from ..partition import stage_layers
+
+RECOMPUTE = ("none", "full", "selective")
+
+
+@dataclass(frozen=True)
+class TinyConfig:
+    """Shape of the model. The memory model's "tiny" preset uses the same numbers."""
+    vocab: int = 256
+    hidden: int = 64
+    heads: int = 4
+    ffn: int = 256
+    layers: int = 8
+    seq: int = 32
+    microbatch_size: int = 2
+    tied_embeddings: bool = False
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        for name in ("vocab", "hidden", "heads", "ffn", "layers", "seq", "microbatch_size"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"TinyConfig.{name} must be ≥ 1, got {getattr(self, name)}")
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden={self.hidden} must be divisible by heads={self.heads}")
+        if self.dtype not in ("float32", "float64", "bfloat16", "float16"):
+            raise ValueError(f"dtype {self.dtype!r}: use float32, float64, bfloat16 or float16")
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TinyConfig":
+        return cls(**d)
+
+
+# ---- the model ---------------------------------------------------------------------------
+def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax(q kᵀ / √d + causal mask) v — the part selective recomputation re-runs."""
+    T = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+    scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1) @ v
+
+
+class _Tracked:
+    """Hook point so the runtime can count tensors that checkpointing keeps alive itself
+    (the inputs of a checkpointed region are held by the checkpoint, not by autograd's
+    saved-tensor hooks). ``track(tensors, output)`` is set by the runtime; default no-op."""
+    track = None
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.heads = cfg.heads
+        self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
+        self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.selective = False
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=-1)
+        q, k, v = (t.reshape(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        if self.selective and torch.is_grad_enabled():
+            y = checkpoint(attention_core, q, k, v, use_reentrant=False)
+            if _Tracked.track is not None:
+                _Tracked.track((q, k, v), y)
+        else:
+            y = attention_core(q, k, v)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.hidden, cfg.ffn)
+        self.fc2 = nn.Linear(cfg.ffn, cfg.hidden)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: x + attn(ln1(x)), then + mlp(ln2(x))."""
+
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.hidden)
+        self.attn = Attention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.hidden)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGPT(nn.Module):
+    """Embedding → blocks → LayerNorm → LM head → mean cross-entropy. No dropout."""
+
+    def __init__(self, cfg: TinyConfig = TinyConfig(), seed: int = 0):
+        super().__init__()
+        self.cfg = cfg
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
+            self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
+            self.norm = nn.LayerNorm(cfg.hidden)
+            self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        if cfg.tied_embeddings:
+            self.head.weight = self.embed.weight
+        self.to(cfg.torch_dtype)
+
+    def forward(self, tokens, targets):
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = layer(x)
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+class StageModule(nn.Module):
+    """Some consecutive blocks of TinyGPT, plus the embedding (first stage of a copy) and the
+    final norm + head (last stage). Parameter names are the full model's (``layers.5.*``)."""
+
+    def __init__(self, full: TinyGPT, layers: range, first: bool, last: bool,
+                 recompute: str = "none"):
+        super().__init__()
+        if recompute not in RECOMPUTE:
+            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+        import copy
+        self.first, self.last, self.recompute = first, last, recompute
+        self.layer_ids = list(layers)
+        if first:
+            self.embed = copy.deepcopy(full.embed)
+        self.layers = nn.ModuleDict({str(i): copy.deepcopy(full.layers[i]) for i in layers})
+        if last:
+            self.norm = copy.deepcopy(full.norm)
+            self.head = copy.deepcopy(full.head)
+        for block in self.layers.values():
+            block.attn.selective = recompute == "selective"
+
+    def forward(self, x, targets=None):
+        if self.first:
+            x = self.embed(x)
+        for block in self.layers.values():
+            if self.recompute == "full" and torch.is_grad_enabled():
+                y = checkpoint(block, x, use_reentrant=False)
+                if _Tracked.track is not None:
+                    _Tracked.track((x,), y)
+                x = y
+            else:
+                x = block(x)
+        if not self.last:
+            return x
+        logits = self.head(self.norm(x))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
+
+
+def check_model_fits(schedule: Schedule, cfg: TinyConfig) -> list[range]:
+    """Layer range per stage; ValueError for too many stages or tied embeddings with P > 1."""
+    if cfg.tied_embeddings and schedule.P > 1:
+        raise ValueError("tied_embeddings=True needs P=1: with a pipeline the tied weight would "
+                         "live on two ranks (embedding on the first stage, LM head on the last) "
+                         "and need an extra all-reduce of its gradient, which this runtime does "
+                         "not do; set tied_embeddings=False")
+    if cfg.tied_embeddings and schedule.stages_per_copy > 1:
+        raise ValueError("tied_embeddings=True needs a single stage (the embedding and LM head "
+                         "must sit in the same stage); use V=1 or tied_embeddings=False")
+    return stage_layers(schedule, cfg.layers)
+
+
+def build_stage_modules(schedule: Schedule, cfg: TinyConfig, seed: int, stages: Sequence[int],
+                        recompute: str = "none", full: TinyGPT | None = None) -> dict:
+    """stage id → StageModule for the given stages (every copy starts from the same seed)."""
+    ranges = check_model_fits(schedule, cfg)
+    full = full if full is not None else TinyGPT(cfg, seed)
+    return {s: StageModule(full, ranges[s], schedule.is_first(s), schedule.is_last(s), recompute)
+            for s in stages}
+
+
+def make_batch(cfg: TinyConfig, num_microbatches: int, seed: int, step: int):
+    """(inputs, targets), each [M × microbatch_size, seq], different for every step."""
+    g = torch.Generator().manual_seed(seed * 1_000_003 + 7919 * step + 1)
+    tokens = torch.randint(cfg.vocab, (num_microbatches * cfg.microbatch_size, cfg.seq + 1),
+                           generator=g)
+    return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+
+def microbatch(batch, cfg: TinyConfig, index: int):
+    n = cfg.microbatch_size
+    return tuple(t[index * n:(index + 1) * n] for t in batch)
+
+
+def make_optimizer(params, optimizer: str = "sgd", lr: float = 0.05):
+    params = list(params)
+    if optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=0.9)
+    if optimizer == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
