@@ -259,7 +259,16 @@ class RankRunner:
         return recvs
 
     def _send(self, kind: str, stage: int, mb: int, tensor: torch.Tensor, dst: int) -> None:
-        t = tensor.detach().clone()
+        # queued until the op (and its emulated duration) is over: a result leaves a rank
+        # when the op that makes it has finished, as in the simulator
+        self.outbox.append((kind, stage, mb, tensor.detach().contiguous(), dst))
+
+    def _flush(self) -> None:
+        for kind, stage, mb, t, dst in self.outbox:
+            self._post_send(kind, stage, mb, t, dst)
+        self.outbox = []
+
+    def _post_send(self, kind: str, stage: int, mb: int, t: torch.Tensor, dst: int) -> None:
         self.sends.append((dist.isend(t, dst=dst, tag=self._tag(kind, stage, mb)), t, dst,
                            f"{kind} of stage {stage} microbatch {mb}"))
 
@@ -410,7 +419,7 @@ class RankRunner:
     def step(self, step_no: int) -> dict:
         s = self.sched
         self.batch = make_batch(self.cfg, self.M, self.seed, self.start_step + step_no)
-        self.saved, self.pending_w, self.local, self.sends = {}, {}, {}, []
+        self.saved, self.pending_w, self.local, self.sends, self.outbox = {}, {}, {}, [], []
         self.loss_sum = torch.zeros((), device=self.device)
         self.tracker.reset_peak()
         if self.device.type == "cuda":
@@ -435,6 +444,7 @@ class RankRunner:
                 time.sleep(self.costs.duration(s, op))
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
+            self._flush()
             events.append((self.rank, str(op), t0 - self.clock_offset, now() - self.clock_offset))
         for w, _, dst, what in self.sends:
             self.wd.waiting(f"at the end of the step: sending the {what} to rank {dst}")

@@ -1,0 +1,98 @@
+"""``pplab run``: run a schedule for real across torchrun processes and report what happened."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--schedule", required=True, help="schedule name, e.g. 1f1b, zbv, dualpipe")
+    p.add_argument("-P", type=int, default=4, help="pipeline ranks (processes)")
+    p.add_argument("-M", type=int, default=8, help="microbatches per step")
+    p.add_argument("-V", type=int, default=None, help="stages per rank (interleaved, bfs)")
+    p.add_argument("--steps", type=int, default=2, help="optimizer steps (default 2)")
+    p.add_argument("--emulate", action="store_true",
+                   help="add emulated durations per op (seconds per chunk: --tf --tb --tw --tfb)")
+    p.add_argument("--tf", type=float, default=0.02)
+    p.add_argument("--tb", type=float, default=0.04)
+    p.add_argument("--tw", type=float, default=0.0)
+    p.add_argument("--tfb", type=float, default=None)
+    p.add_argument("--recompute", choices=["none", "full", "selective"], default="none")
+    p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=120.0, help="whole-job timeout, seconds")
+    p.add_argument("--comm-timeout", type=float, default=None,
+                   help="seconds a rank may wait on one receive before it is declared stuck")
+    p.add_argument("--nnodes", type=int, default=1)
+    p.add_argument("--node-rank", type=int, default=0)
+    p.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT for multi-node runs")
+    p.add_argument("--save-checkpoint", default=None, metavar="DIR")
+    p.add_argument("--load-checkpoint", default=None, metavar="DIR")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--plot", default=None, metavar="PNG", help="draw the measured timeline")
+    p.add_argument("--trace", default=None, metavar="JSON", help="write a Chrome trace")
+
+
+def _check(args) -> None:
+    if args.P < 1 or args.M < 1:
+        raise ValueError(f"-P and -M must be ≥ 1, got P={args.P}, M={args.M}")
+    if args.steps < 1:
+        raise ValueError(f"--steps must be ≥ 1, got {args.steps}")
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if not args.emulate and any(getattr(args, k) != d for k, d in
+                                (("tf", 0.02), ("tb", 0.04), ("tw", 0.0), ("tfb", None))):
+        raise ValueError("--tf/--tb/--tw/--tfb only make sense with --emulate")
+
+
+def main(args) -> int:
+    _check(args)
+    from .runtime import RunError, run_schedule   # imports torch only for this command
+    emulate = None
+    if args.emulate:
+        emulate = {"tf": args.tf, "tb": args.tb, "tw": args.tw}
+        if args.tfb is not None:
+            emulate["tfb"] = args.tfb
+    progress = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    try:
+        res = run_schedule(args.schedule, P=args.P, M=args.M, V=args.V, steps=args.steps,
+                           emulate=emulate, recompute=args.recompute, timeout=args.timeout,
+                           progress=progress, device=args.device, comm_timeout=args.comm_timeout,
+                           optimizer=args.optimizer, seed=args.seed, nnodes=args.nnodes,
+                           node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
+                           save_checkpoint=args.save_checkpoint,
+                           load_checkpoint=args.load_checkpoint)
+    except RunError as e:
+        print(f"pplab: run failed: {e}", file=sys.stderr)
+        return 1
+    if args.plot:
+        try:
+            from .draw import draw_timeline
+        except ImportError as e:
+            raise ValueError(f"--plot needs pplab.draw (matplotlib): {e}") from None
+        fig = draw_timeline(res.timeline, overlay=res.simulated,
+                            title=f"{res.schedule.name} measured (P={args.P}, M={args.M})")
+        fig.savefig(args.plot, dpi=120, bbox_inches="tight")
+    if args.trace:
+        try:
+            from .trace import write_chrome_trace
+        except ImportError as e:
+            raise ValueError(f"--trace needs pplab.trace: {e}") from None
+        write_chrome_trace(res.timeline, args.trace)
+    d = res.to_dict()
+    if args.json:
+        print(json.dumps(d))
+        return 0
+    print(f"{d['schedule']}: P={d['P']} M={d['M']} V={d['V']} on {d['backend']}/{d['device']}"
+          + (f" ({d['note']})" if d["note"] else ""))
+    print(f"loss {d['loss']:.6f} (reference {d['reference_loss']:.6f}), max relative gradient "
+          f"error {d['grad_max_rel_error']:.2e}")
+    print(f"step time {d['step_time_s'] * 1e3:.1f} ms (median after warm-up), bubble fraction "
+          f"{d['bubble_fraction']:.3f}" + (f" (simulated {d['simulated_bubble_fraction']:.3f})"
+                                           if "simulated_bubble_fraction" in d else ""))
+    print(f"peak in-flight microbatches per rank {d['peak_inflight']}, saved-for-backward peak "
+          f"bytes per rank {d['peak_saved_bytes']}")
+    for r, row in enumerate(d["ranks"]):
+        print(f"rank {r}: " + " ".join(row))
+    return 0
