@@ -37,7 +37,7 @@ class RunError(RuntimeError):
 class RunConfig:
     """Everything a run needs besides the schedule."""
     steps: int = 2
-    emulate: dict | None = None          # {"tf":.., "tb":.., "tw":.., "tfb":..} seconds per chunk
+    emulate: dict | None = None          # {"tf":.., "tb":.., "tw":.., "tfb":.., "mode": "add"|"pad"}
     recompute: str = "none"              # none | full | selective
     model: TinyConfig = field(default_factory=TinyConfig)
     seed: int = 0
@@ -61,7 +61,10 @@ class RunConfig:
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.emulate is not None:
-            Costs(**self.emulate)        # raises ValueError for negative / inconsistent costs
+            mode = self.emulate.get("mode", "add")
+            if mode not in ("add", "pad"):
+                raise ValueError(f"emulate mode must be 'add' or 'pad', got {mode!r}")
+            _costs(self.emulate)         # raises ValueError for negative / inconsistent costs
 
 
 @dataclass
@@ -115,6 +118,13 @@ class RunResult:
 
 
 # ---- helpers -------------------------------------------------------------------------------
+def _costs(emulate: dict) -> Costs:
+    try:
+        return Costs(**{k: v for k, v in emulate.items() if k != "mode"})
+    except TypeError as e:
+        raise ValueError(f"emulate takes tf, tb, tw, tfb (seconds per chunk) and mode: {e}") from None
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -315,7 +325,7 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
             "recompute": cfg.recompute, "emulate": cfg.emulate}
     tl = Timeline(schedule.P, events, "measured", schedule, meta)
     tl = tl.shifted(-tl.start)
-    sim = simulate(schedule, Costs(**cfg.emulate)) if cfg.emulate else None
+    sim = simulate(schedule, _costs(cfg.emulate)) if cfg.emulate else None
     errs = r.get("grad_errors") or []
     refs = r.get("reference_losses") or []
     return RunResult(

@@ -180,7 +180,9 @@ class RankRunner:
         self.params = {st: [p for p in m.parameters()] for st, m in self.modules.items()}
         all_params = [p for st in self.stages for p in self.params[st]]
         self.opt = make_optimizer(all_params, run.get("optimizer", "sgd"), run.get("lr", 0.05))
-        self.costs = Costs(**run["emulate"]) if run.get("emulate") else None
+        emu = dict(run.get("emulate") or {})
+        self.emulate_pad = emu.pop("mode", "add") == "pad"
+        self.costs = Costs(**emu) if run.get("emulate") else None
         self.owner = {}
         for r, step, op in s.actions():
             for a in op.parts:
@@ -441,7 +443,13 @@ class RankRunner:
                     t0 = self._prefetch_and_start(a, idx)
                 self._op_part(a, idx)
             if self.costs is not None:
-                time.sleep(self.costs.duration(s, op))
+                # "add": compute, then sleep the emulated duration; "pad": sleep only what is
+                # left of it, so the op lasts max(compute, emulated)
+                d = self.costs.duration(s, op)
+                if self.emulate_pad:
+                    d -= now() - t0
+                if d > 0:
+                    time.sleep(d)
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
             self._flush()
