@@ -1,0 +1,111 @@
+"""Figures: one row per rank, overlay drawn, bubble in the title, no pyplot state."""
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from pplab.draw import (KIND_COLORS, bubble_closed_form, draw_bubble_curve,  # noqa: E402
+                        draw_inflight, draw_peak_bars, draw_timeline, figure_png)
+from pplab.schedules import make_schedule  # noqa: E402
+from pplab.simulate import simulate  # noqa: E402
+
+
+def _tl(name="1f1b", P=4, M=8, V=None, **kw):
+    return simulate(make_schedule(name, P, M, V), **kw)
+
+
+def test_timeline_has_one_row_per_rank_rank0_on_top():
+    tl = _tl(P=5)
+    fig = draw_timeline(tl)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"rank {r}" for r in range(5)]
+    lo, hi = ax.get_ylim()
+    assert lo > hi                                   # inverted: rank 0 at the top
+
+
+def test_title_shows_makespan_and_both_bubbles():
+    tl = _tl("interleaved", 4, 8, 2)
+    title = draw_timeline(tl).axes[0].get_title(loc="left")
+    assert "makespan 28.5" in title
+    assert "bubble 15.8% of total, 18.8% of ideal" in title
+
+
+def test_kinds_get_distinct_colours_and_legend():
+    assert len(set(KIND_COLORS.values())) == len(KIND_COLORS) == 5
+    fig = draw_timeline(_tl("zb-h1", 4, 8, tw=1))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert {"forward", "backward (inputs)", "backward (weights)", "idle"} <= set(labels)
+    fig = draw_timeline(_tl("dualpipe", 4, 8))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "overlapped forward+backward" in labels
+
+
+def test_microbatch_labels_only_when_they_fit():
+    small = draw_timeline(_tl(P=2, M=2)).axes[0].texts
+    assert sorted(t.get_text() for t in small) == ["0", "0", "0", "0", "1", "1", "1", "1"]
+    assert len(draw_timeline(_tl(P=8, M=32)).axes[0].texts) == 0
+
+
+def test_overlay_draws_and_legend_names_both():
+    sim = _tl()
+    measured = sim.shifted(5.0)
+    measured.source = "measured"
+    fig = draw_timeline(sim, overlay=measured)
+    ax = fig.axes[0]
+    n_plain = len(draw_timeline(sim).axes[0].patches)
+    assert len(ax.patches) > n_plain                 # overlay bars added
+    labels = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    assert "simulated" in labels and "measured" in labels
+    # rescaled overlay: seconds vs cost units
+    slow = simulate(make_schedule("1f1b", 4, 8), tf=0.01, tb=0.02)
+    slow.source = "measured"
+    fig = draw_timeline(sim, overlay=slow, overlay_scale="makespan")
+    assert "rescaled" in " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    assert len(figure_png(fig)) > 1000
+
+
+def test_draw_on_given_axes_and_png():
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert draw_timeline(_tl(), ax=ax) is fig
+    assert figure_png(fig)[:4] == b"\x89PNG"
+
+
+def test_inflight_from_timeline_and_schedule():
+    tl = _tl()
+    fig = draw_inflight(tl)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == [f"rank {r} (peak {p})" for r, p in enumerate([4, 3, 2, 1])]
+    fig = draw_inflight(make_schedule("gpipe", 3, 5))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == [f"rank {r} (peak 5)" for r in range(3)]
+    assert draw_peak_bars([tl, _tl("gpipe")]).axes
+
+
+def test_bubble_curve_points_sit_on_closed_form():
+    assert bubble_closed_form(4, 8) == (3 / 11, 3 / 8)
+    assert bubble_closed_form(4, 8, 2) == (1.5 / 9.5, 3 / 16)
+    fig = draw_bubble_curve(4, [1, 2, 4, 8, 16], schedule="gpipe")
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    pts = lines["simulated gpipe, ÷ total"]
+    for m, y in zip(pts.get_xdata(), pts.get_ydata()):
+        assert abs(y - 3 / (m + 3)) < 1e-12
+    pts = lines["simulated gpipe, ÷ ideal"]
+    for m, y in zip(pts.get_xdata(), pts.get_ydata()):
+        assert abs(y - 3 / m) < 1e-12
+    # interleaved skips M that are not multiples of P instead of failing
+    fig = draw_bubble_curve(4, [1, 2, 4, 8], schedule="interleaved", V=2)
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    assert list(lines["simulated interleaved, ÷ ideal"].get_xdata()) == [4, 8]
+
+
+def test_draw_does_not_touch_pyplot():
+    import matplotlib.pyplot as plt
+    before = plt.get_fignums()
+    draw_timeline(_tl())
+    draw_inflight(_tl())
+    draw_bubble_curve(2, [1, 2])
+    assert plt.get_fignums() == before
