@@ -244,6 +244,10 @@ def _diagnose(tmp: str, output: str, schedule: Schedule | None, timed_out: bool,
                 lines.append(f"the simulator agrees the schedule deadlocks: {e}")
     if timed_out:
         lines.insert(0, f"the run did not finish within the {timeout:g} s timeout")
+    lost = sorted(r for r, d in errs.items() if d.get("kind") == "peer-lost")
+    if lost and not lines:
+        lines.append(f"rank(s) {', '.join(map(str, lost))} lost the connection to a peer that "
+                     "ended without a report")
     if not lines:
         tail = " | ".join(ln for ln in output.strip().splitlines()[-6:])
         lines.append(f"torchrun failed without a rank error report: {tail}")

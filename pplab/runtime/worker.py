@@ -644,6 +644,9 @@ def main(argv=None) -> int:
     except BaseException as e:  # noqa: BLE001 - report every failure, then exit non-zero
         tb = traceback.format_exc()
         kind = "deadlock" if isinstance(e, DeadlockError) else "exception"
+        if any(m in str(e) for m in ("Connection closed by peer", "Connection reset by peer",
+                                     "Broken pipe", "Socket closed")):
+            kind = "peer-lost"   # a consequence of another rank ending, not a cause
         _write_json(os.path.join(err_dir, f"rank{rank}.json"),
                     {"rank": rank, "kind": kind, "message": f"{type(e).__name__}: {e}",
                      "traceback": tb})
