@@ -177,6 +177,8 @@ class StageModule(nn.Module):
         if not self.last:
             return x
         logits = self.head(self.norm(x))
+        if targets is None:          # logits only (torch.distributed.pipelining's loss_fn)
+            return logits
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
 
 

@@ -1,0 +1,157 @@
+"""pplab's runtime against torch.distributed.pipelining: same model, P, M, schedule, data.
+
+    .venv/bin/python benchmarks/bench_runtime_vs_torch.py --schedule 1f1b -P 2 -M 8 --steps 6
+
+Prints the median step time of each (after one warm-up step), the ratio pplab ÷ torch, the
+gradient error of each against the single-process reference, and where torch's per-rank order
+for the same (P, M, V) differs from pplab's (torch schedules expose ``pipeline_order``).
+The torch side runs as ``torchrun benchmarks/bench_runtime_vs_torch.py --torch-worker JOB``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+TORCH_CLASSES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
+                 "interleaved": "ScheduleInterleaved1F1B", "bfs": "ScheduleLoopedBFS",
+                 "zb-h1": "ScheduleInterleavedZeroBubble", "zbv": "ScheduleZBVZeroBubble",
+                 "dualpipev": "ScheduleDualPipeV"}
+
+
+def torch_worker(job_path: str) -> None:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining import schedules as S
+
+    from pplab.runtime.model import TinyConfig, TinyGPT, build_stage_modules, make_batch
+    from pplab.schedules import make_schedule
+
+    job = json.load(open(job_path))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank, P = dist.get_rank(), dist.get_world_size()
+    cfg = TinyConfig()
+    sched = make_schedule(job["schedule"], P, job["M"], job["V"])
+    my = sched.stages_of_rank(rank)
+    mods = build_stage_modules(sched, cfg, 0, my)
+    dev = torch.device("cpu")
+    stages = [PipelineStage(mods[s], s, sched.num_stages, dev) for s in my]
+
+    def loss_fn(logits, tgt):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), tgt.reshape(-1))
+
+    cls = getattr(S, TORCH_CLASSES[job["schedule"]])
+    multi = issubclass(cls, S.PipelineScheduleMulti)
+    pipe = cls(stages if multi else stages[0], n_microbatches=job["M"], loss_fn=loss_fn)
+    order = getattr(pipe, "pipeline_order", None)
+    times = []
+    grads = {}
+    for step in range(job["steps"]):
+        inputs, targets = make_batch(cfg, job["M"], 0, 0)   # same batch each step: no optimizer
+        for m in mods.values():
+            m.zero_grad(set_to_none=True)
+        dist.barrier()
+        t0 = time.perf_counter()
+        first = any(sched.is_first(s) for s in my)
+        last = any(sched.is_last(s) for s in my)
+        kw = {}
+        if last:
+            kw = {"target": targets, "losses": []}
+        if first:
+            pipe.step(inputs, **kw)
+        else:
+            pipe.step(**kw)
+        dist.barrier()
+        times.append(time.perf_counter() - t0)
+    for m in mods.values():
+        grads.update({n: p.grad.clone() for n, p in m.named_parameters()})
+    gathered = [None] * P if rank == 0 else None
+    dist.gather_object(grads, gathered, dst=0)
+    if rank == 0:
+        full = TinyGPT(cfg, 0)
+        inputs, targets = make_batch(cfg, job["M"], 0, 0)
+        full(inputs, targets).backward()
+        merged = {}
+        for g in gathered:
+            merged.update(g)
+        err = max(float((merged[n] - p.grad).norm() / p.grad.norm())
+                  for n, p in full.named_parameters())
+        txt = None
+        if order is not None:
+            txt = {int(r): [str(a) for a in acts if a is not None] for r, acts in order.items()}
+        json.dump({"times": times, "grad_err": err, "order": txt}, open(job["out"], "w"))
+    dist.destroy_process_group()
+
+
+def run_torch(schedule: str, P: int, M: int, V: int | None, steps: int) -> dict:
+    tmp = tempfile.mkdtemp(prefix="pplab-bench-")
+    job = {"schedule": schedule, "M": M, "V": V, "steps": steps,
+           "out": os.path.join(tmp, "out.json")}
+    path = os.path.join(tmp, "job.json")
+    json.dump(job, open(path, "w"))
+    from pplab.runtime.launcher import _free_port
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
+           "--master-addr=127.0.0.1", f"--master-port={_free_port()}",
+           os.path.abspath(__file__), "--torch-worker", path]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
+                         start_new_session=True)
+    if out.returncode != 0:
+        raise SystemExit(f"torch.distributed.pipelining run failed:\n{out.stdout[-3000:]}"
+                         f"\n{out.stderr[-3000:]}")
+    return json.load(open(job["out"]))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--schedule", default="1f1b", choices=sorted(TORCH_CLASSES))
+    ap.add_argument("-P", type=int, default=2)
+    ap.add_argument("-M", type=int, default=8)
+    ap.add_argument("-V", type=int, default=None)
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--torch-worker", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.torch_worker:
+        torch_worker(a.torch_worker)
+        return 0
+    from pplab.runtime import run_schedule
+    from pplab.schedules import make_schedule
+    sched = make_schedule(a.schedule, a.P, a.M, a.V)
+    # pplab: no optimizer effect on timing worth noting (SGD step is in the step time)
+    res = run_schedule(sched, steps=a.steps, timeout=600)
+    tor = run_torch(a.schedule, a.P, a.M, a.V, a.steps)
+    t_pp = res.step_time_s
+    t_to = statistics.median(tor["times"][1:] if len(tor["times"]) > 1 else tor["times"])
+    print(f"schedule {a.schedule} P={a.P} M={a.M} V={sched.V} ({res.backend}, {res.device})")
+    print(f"pplab  median step {t_pp * 1e3:8.2f} ms   grad max rel error {res.grad_max_rel_error:.2e}")
+    print(f"torch  median step {t_to * 1e3:8.2f} ms   grad max rel error {tor['grad_err']:.2e}")
+    print(f"ratio pplab / torch = {t_pp / t_to:.2f}")
+    same = res.grad_max_rel_error <= 1e-5 and tor["grad_err"] <= 1e-5
+    print(f"both match the single-process gradients: {same}")
+    if not tor["order"] or not any(tor["order"].values()):
+        print("torch exposes no pipeline_order for this (single-stage) schedule class")
+    else:
+        for r in range(a.P):
+            mine = sched.rank_texts()[r]
+            theirs = tor["order"].get(r, [])
+            if mine == theirs:
+                print(f"rank {r}: same order")
+            else:
+                print(f"rank {r}: pplab {' '.join(mine)}")
+                print(f"rank {r}: torch {' '.join(theirs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
