@@ -54,7 +54,6 @@ def torch_worker(job_path: str) -> None:
     cls = getattr(S, TORCH_CLASSES[job["schedule"]])
     multi = issubclass(cls, S.PipelineScheduleMulti)
     pipe = cls(stages if multi else stages[0], n_microbatches=job["M"], loss_fn=loss_fn)
-    order = getattr(pipe, "pipeline_order", None)
     times = []
     grads = {}
     for step in range(job["steps"]):
@@ -74,6 +73,10 @@ def torch_worker(job_path: str) -> None:
             pipe.step(**kw)
         dist.barrier()
         times.append(time.perf_counter() - t0)
+    order = getattr(pipe, "pipeline_order", None) or None   # filled in by the first step
+    if not order or not any(order.values()):
+        # runtime classes keep the lowered order (with SEND/RECV actions) here
+        order = getattr(pipe, "pipeline_order_with_comms", None)
     for m in mods.values():
         grads.update({n: p.grad.clone() for n, p in m.named_parameters()})
     gathered = [None] * P if rank == 0 else None
@@ -89,7 +92,10 @@ def torch_worker(job_path: str) -> None:
                   for n, p in full.named_parameters())
         txt = None
         if order is not None:
-            txt = {int(r): [str(a) for a in acts if a is not None] for r, acts in order.items()}
+            import re
+            keep = re.compile(r"^(\d+[FBIW]\d+|\(.*\))$")
+            txt = {int(r): [str(a) for a in acts if a is not None and keep.match(str(a))]
+                   for r, acts in order.items()}
         json.dump({"times": times, "grad_err": err, "order": txt}, open(job["out"], "w"))
     dist.destroy_process_group()
 
