@@ -9,6 +9,7 @@ value without a browser; the widgets only wire them up.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -260,3 +261,203 @@ def bubble_curve_canvas(P: int = 4, schedule: str = "1f1b", V: int = 1) -> Canva
 __all__ = ["render", "render_compare", "simulate_or_message", "summary", "timeline_canvas",
            "compare_canvas", "bubble_curve_canvas", "Canvas", "CANVASES", "P_RANGE", "M_RANGE",
            "V_RANGE", "SCHEDULES", "default_V"]
+
+
+# ---- lesson 05: interleaving, communication, and when V stops paying -------------------------
+INTERLEAVED_SCHEDULES = ("interleaved", "bfs")
+COMM_RANGE = (0.0, 1.0, 0.125)           # per-hop latency slider: min, max, step
+CURVE_V = (1, 2, 3, 4, 6)                # V values on the makespan-vs-V curve
+
+
+def p2p_messages(schedule) -> int:
+    """Point-to-point messages one step of ``schedule`` sends: an F whose next stage (same
+    copy) lives on another rank sends activations, a B or I whose previous stage lives on
+    another rank sends gradients. W sends nothing."""
+    n = 0
+    to_rank = schedule.stage_to_rank
+    for rank, _, op in schedule.actions():
+        for a in op.parts:
+            if a.kind == "F" and not schedule.is_last(a.stage):
+                nxt = _neighbour(schedule, a.stage, +1)
+                n += to_rank[nxt] != rank
+            elif a.kind in ("B", "I") and not schedule.is_first(a.stage):
+                prv = _neighbour(schedule, a.stage, -1)
+                n += to_rank[prv] != rank
+    return n
+
+
+def _neighbour(schedule, stage: int, step: int) -> int:
+    """The stage ``step`` positions along the model from ``stage``, in the same copy."""
+    copy, pos = schedule.copy_of(stage), schedule.position(stage) + step
+    for s in range(schedule.num_stages):
+        if schedule.copy_of(s) == copy and schedule.position(s) == pos:
+            return s
+    raise ValueError(f"no stage at position {pos} of copy {copy}")
+
+
+def makespan_vs_V(P: int, M: int, comm: float, Vs=CURVE_V, schedule: str = "interleaved",
+                  tf=1.0, tb=2.0) -> list[tuple[int, float | None]]:
+    """(V, makespan) for each V; None where the generator refuses the combination."""
+    return list(_makespan_vs_V(int(P), int(M), float(comm), tuple(Vs), schedule, float(tf),
+                               float(tb)))
+
+
+@functools.lru_cache(maxsize=512)
+def _makespan_vs_V(P, M, comm, Vs, schedule, tf, tb):
+    out = []
+    for v in Vs:
+        tl, err = simulate_or_message(schedule, P, M, v, tf, tb, 0.0, comm, 0.0)
+        out.append((v, None if err else tl.makespan))
+    return tuple(out)
+
+
+def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V: int = 2,
+                       comm=0.25, draw: bool = True, curve: bool = True):
+    """Timeline of interleaved (or breadth-first) 1F1B with a per-hop ``comm`` cost, plus the
+    makespan-vs-V curve at that comm. Returns ``(Figure or None, message)``.
+    ``curve=False`` skips the curve (fast sweeps; the message then omits the best V)."""
+    tl, err = simulate_or_message(schedule, P, M, V, 1.0, 2.0, 0.0, comm, 0.0)
+    if err:
+        return None, err
+    sched = tl.schedule if tl.schedule is not None else make_schedule(schedule, P, M, V)
+    from .timeline import peak_inflight as _peak
+    eq = _peak(sched, stage_equivalents=True)
+    points = makespan_vs_V(P, M, comm, schedule=schedule) if curve else [(V, tl.makespan)]
+    ok = [(v, t) for v, t in points if t is not None]
+    best_v, best_t = min(ok, key=lambda x: (x[1], x[0])) if ok else (V, tl.makespan)
+    msgs = p2p_messages(sched)
+    msg = (f"{summary(tl)}\nrank 0 holds {eq[0]:g} stage-equivalents of activations (1F1B: "
+           f"{min(P, M)}); {msgs} point-to-point messages per step (1F1B: "
+           f"{2 * M * (P - 1)})")
+    if curve:
+        msg += (f"\nat comm={float(comm):g} per hop the fastest V on the curve is V={best_v} "
+                f"(makespan {best_t:.4g})")
+    if not draw:
+        return None, msg
+    from matplotlib.figure import Figure
+
+    from .draw import draw_timeline
+    rows = [1.0 + 0.4 * P, 2.6]
+    fig = Figure(figsize=(10, sum(rows)))
+    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
+    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
+                        bottom=0.5 / sum(rows), hspace=0.7)
+    draw_timeline(tl, ax=top)
+    xs = [v for v, _ in ok]
+    bottom.plot(xs, [t for _, t in ok], "o-", color="#0072B2", label=f"comm={float(comm):g}")
+    if curve and float(comm) != 0.0:
+        ok0 = [(v, t) for v, t in makespan_vs_V(P, M, 0.0, schedule=schedule) if t is not None]
+        bottom.plot([v for v, _ in ok0], [t for _, t in ok0], "s--", color="#999999", ms=4,
+                    label="comm=0")
+    bottom.plot([V], [tl.makespan], "o", ms=11, mfc="none", color="#D55E00", label=f"V={V}")
+    bottom.set_xticks(list(CURVE_V))
+    bottom.set_xlabel("chunks per rank V")
+    bottom.set_ylabel("makespan")
+    bottom.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    bottom.set_title(f"{schedule} P={P} M={M}: makespan vs V", fontsize=10, loc="left")
+    for side in ("top", "right"):
+        bottom.spines[side].set_visible(False)
+    return fig, msg
+
+
+def interleaved_canvas(schedule: str = "interleaved", P: int = 4, M: int = 8, V: int = 2,
+                       comm=0.25) -> Canvas:
+    """Schedule (interleaved / bfs), P, M, V and a per-hop comm slider; the timeline and the
+    makespan-vs-V curve at that comm."""
+    import ipywidgets as w
+    slider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
+                                          continuous_update=False, layout=w.Layout(width="260px"))
+    lo, hi, st = COMM_RANGE
+    controls = {"schedule": w.Dropdown(options=list(INTERLEAVED_SCHEDULES), value=schedule,
+                                       description="schedule", layout=w.Layout(width="230px")),
+                "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE),
+                "V": slider("V", V, V_RANGE),
+                "comm": w.FloatSlider(value=comm, min=lo, max=hi, step=st, description="comm",
+                                      continuous_update=False, layout=w.Layout(width="260px"))}
+    rows = [w.HBox([controls["schedule"], controls["P"], controls["M"]]),
+            w.HBox([controls["V"], controls["comm"]])]
+    return _build(render_interleaved, controls, rows, {})
+
+
+# ---- lesson 06: split backward, zero bubble, DualPipe -----------------------------------------
+ZB_SCHEDULES = ("1f1b", "zb-h1", "zb-h2", "zbv", "dualpipe", "dualpipev")
+ZB_COSTS = {"tf": (0.5, 3.0, 0.5), "tb": (0.5, 4.0, 0.5), "tw": (0.0, 2.0, 0.5),
+            "tfb": (0.5, 7.0, 0.5)}
+
+
+def excess_closed_form(schedule: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    """The literature's bubble for ``schedule`` as absolute time per rank (makespan minus the
+    busy time M·(tf+tb)), with the condition under which the simulator reproduces it exactly.
+    Returns ``(value or None, note)``."""
+    tf, tb, tw = float(tf), float(tb), float(tw)
+    tfb = tf + tb if tfb is None else float(tfb)
+    ti = tb - tw
+    if schedule in ("1f1b", "gpipe"):
+        return (P - 1) * (tf + tb), "(P−1)(tf+tb), Megatron-LM; B = full backward"
+    if schedule == "zb-h1":
+        return ((P - 1) * (tf + tb - 2 * tw),
+                "(P−1)(tf+tb−2tw), Zero Bubble Table 2; exact for M ≥ P, tw ≤ tf, tw ≤ tI")
+    if schedule == "zb-h2":
+        return (max((P - 1) * tf, (P - 1) * (tf + ti - 2 * tw)),
+                "max((P−1)tf, (P−1)(tf+tI−2tw)) in one flushed step, M ≥ 2P−1; the paper's "
+                "(P−1)(tf+tI−2tw) needs overlapping iterations")
+    if schedule == "zbv":
+        return ((P - 1) * tf / 2, "(P−1)·tf/2: the first microbatch's trip down the V, a lower "
+                "bound; reached at tf = tI = tw")
+    if schedule == "dualpipe":
+        return ((P // 2 - 1) * (tfb + tb - 3 * tw),
+                "(P/2−1)(tF&B+tB−3tW), DeepSeek-V3 Table 2; exact at F=1, B=2, W=1, F&B=3")
+    if schedule == "dualpipev":
+        return ((P - 1) * (tfb + tb - 3 * tw) / 2,
+                "DualPipe's formula on 2P half-size stages: (P−1)(tF&B+tB−3tW)/2")
+    return None, "no closed form"
+
+
+def render_zero_bubble(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, tb=2.0, tw=1.0,
+                       tfb=3.0, draw: bool = True):
+    """Timeline with split-backward costs (and the F&B pair cost for DualPipe); the message
+    compares the measured excess with the schedule's closed form and gives per-rank memory
+    and parameter copies. Returns ``(Figure or None, message)``."""
+    try:
+        sched = make_schedule(schedule, int(P), int(M))
+        tl = simulate(sched, Costs(tf=float(tf), tb=float(tb), tw=float(tw), tfb=float(tfb)))
+    except ValueError as e:
+        return None, f"{schedule} with P={P}, M={M}: {e}"
+    from .timeline import peak_inflight as _peak
+    busy = M * (float(tf) + float(tb))
+    excess = tl.makespan - busy
+    form, note = excess_closed_form(schedule, P, M, tf, tb, tw, tfb)
+    eq = _peak(sched, stage_equivalents=True)
+    msg = (f"{summary(tl)}\nmakespan − M·(tf+tb) = {excess:.4g}; closed form {form:.4g} — "
+           f"{note}\nactivations held (stage-equivalents) {[round(x, 2) for x in eq]}; "
+           f"parameter copies per rank {sched.copies}")
+    if schedule in ("1f1b", "zb-h1", "zb-h2") and float(tfb) != float(tf) + float(tb):
+        msg += "\n(tfb only matters for DualPipe's overlapped F&B pairs)"
+    if not draw:
+        return None, msg
+    from .draw import draw_timeline
+    return draw_timeline(tl), msg
+
+
+def zero_bubble_canvas(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, tb=2.0,
+                       tw=1.0, tfb=3.0, schedules=ZB_SCHEDULES) -> Canvas:
+    """Schedule dropdown over the split-backward schedules, P, M and tf/tb/tw/tfb sliders."""
+    import ipywidgets as w
+    slider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
+                                          continuous_update=False, layout=w.Layout(width="260px"))
+    style = {"description_width": "initial"}
+    fl = lambda d, v: w.FloatSlider(value=v, min=ZB_COSTS[d][0], max=ZB_COSTS[d][1],
+                                    step=ZB_COSTS[d][2], description=d, style=style,
+                                    continuous_update=False, layout=w.Layout(width="210px"))
+    controls = {"schedule": w.Dropdown(options=list(schedules), value=schedule,
+                                       description="schedule", layout=w.Layout(width="230px")),
+                "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE),
+                "tf": fl("tf", tf), "tb": fl("tb", tb), "tw": fl("tw", tw), "tfb": fl("tfb", tfb)}
+    rows = [w.HBox([controls["schedule"], controls["P"], controls["M"]]),
+            w.HBox([controls["tf"], controls["tb"], controls["tw"], controls["tfb"]])]
+    return _build(render_zero_bubble, controls, rows, {})
+
+
+__all__ += ["p2p_messages", "makespan_vs_V", "render_interleaved", "interleaved_canvas",
+            "excess_closed_form", "render_zero_bubble", "zero_bubble_canvas",
+            "INTERLEAVED_SCHEDULES", "ZB_SCHEDULES", "ZB_COSTS", "COMM_RANGE", "CURVE_V"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .bubble import (check_bubble_formulas, check_inflight, check_one_f_one_b_rank,
                      check_text_schedule)
+from .schedules import (check_fixed_schedule, check_layer_placement, check_p2p_messages,
+                        check_split_backward_schedule)
 
 __all__ = ["check_bubble_formulas", "check_one_f_one_b_rank", "check_inflight",
            "check_text_schedule"]
