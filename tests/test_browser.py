@@ -1,0 +1,195 @@
+"""The lesson canvas in a real JupyterLab + headless Chromium (Playwright).
+
+What nbval and the headless sweeps cannot show: the widget renders in the page, moving a
+slider with the keyboard redraws the figure, and an impossible combination shows its message
+in place of the figure — never a traceback. Skipped (with the reason) where Debian's chromium
+or playwright is missing: `apt-get install chromium` enables it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("PPLAB_CHROMIUM", "/usr/bin/chromium")
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium to run browser tests)",
+                allow_module_level=True)
+pytest.importorskip("playwright.sync_api")
+pytest.importorskip("pytest_playwright")
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "pplab-browser-test"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    """A throw-away JupyterLab on 127.0.0.1 serving a copy of notebooks/ (the browser may
+    save files); no user settings, no autosave; stopped and cleaned up afterwards."""
+    state = Path(tempfile.mkdtemp(prefix="pplab-browser-"))
+    shutil.copytree(ROOT / "notebooks", state / "nb")
+    for rel, content in {
+        "apputils-extension/notification.jupyterlab-settings":
+            {"fetchNews": "false", "checkForUpdates": False},
+        "docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    }.items():
+        p = state / "settings" / "@jupyterlab" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(content))
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env.update(JUPYTER_CONFIG_DIR=str(state / "config"),
+               JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(state / "ws"), JUPYTER_RUNTIME_DIR=str(state / "rt"))
+    port = _free_port()
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+           f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
+           f"--ServerApp.root_dir={state / 'nb'}", "--LabApp.expose_app_in_browser=True",
+           "--LabApp.news_url=None"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(state / "lab.log", "wb")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            assert proc.poll() is None, (state / "lab.log").read_text()
+            try:
+                urllib.request.urlopen(f"{url}/lab?token={TOKEN}", timeout=2).read()
+                break
+            except OSError:
+                assert time.time() < deadline, "jupyter lab did not answer within 90 s"
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
+
+
+COMM_IDLE_JS = """() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  window.__idle = 0;
+  k.iopubMessage.connect((_, m) => { if (m.header.msg_type === 'status'
+      && m.content.execution_state === 'idle' && m.parent_header
+      && m.parent_header.msg_type === 'comm_msg') window.__idle++; }); }"""
+KERNEL_EXEC_JS = """async code => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const f = k.requestExecute({code, store_history: false}); let out = '';
+  f.onIOPub = m => { if (m.header.msg_type === 'stream') out += m.content.text;
+                     if (m.header.msg_type === 'error') out += 'ERROR ' + m.content.evalue; };
+  await f.done; return out; }"""
+
+
+def open_and_run(page, lab, name):
+    page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}&reset")
+    page.wait_for_function("""n => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                                     return !!(w && w.context && w.context.path === n && w.sessionContext); }""",
+                           arg=name, timeout=90_000)
+    panel_id = page.evaluate("""async () => { const w = window.jupyterapp.shell.currentWidget;
+                                await w.context.ready; await w.sessionContext.ready; return w.id; }""")
+    page.evaluate(COMM_IDLE_JS)
+    ok = page.evaluate("""ms => Promise.race([window.jupyterapp.commands.execute('notebook:run-all-cells'),
+                          new Promise((_, r) => setTimeout(() => r(new Error('run-all timed out')), ms))])""",
+                       180_000)
+    assert ok, "a cell raised while running the lesson"
+    return page.locator(f"[id='{panel_id}']")
+
+
+def slider(canvas, label):
+    return canvas.locator(".widget-slider", has=canvas.page.locator(".widget-label",
+                                                                     has_text=label)).first
+
+
+def settle(page, action, n=1):
+    """Do ``action`` and wait until the kernel has finished handling the widget messages."""
+    n0 = page.evaluate("() => window.__idle")
+    action()
+    page.wait_for_function("n => window.__idle >= n", arg=n0 + n, timeout=60_000)
+
+
+def figure_src(canvas):
+    img = canvas.locator(".jp-OutputArea-output img")
+    return img.first.get_attribute("src") if img.count() else None
+
+
+def test_timeline_canvas_in_a_real_browser(page, lab):
+    panel = open_and_run(page, lab, "02_bubble.ipynb")
+    # The timeline canvas is the first widget box that has a 'schedule' dropdown and a P slider.
+    canvas = panel.locator(".widget-vbox", has=page.locator(".widget-dropdown")).first
+    canvas.scroll_into_view_if_needed()
+    p_handle = slider(canvas, "P").locator(".noUi-handle")
+    before = figure_src(canvas)
+    assert before and before.startswith("data:image/png"), "no figure rendered at first"
+
+    settle(page, lambda: p_handle.press("ArrowRight"))          # P 4 -> 5
+    assert slider(canvas, "P").locator(".widget-readout").inner_text().strip() == "5"
+    page.wait_for_function(
+        """([sel, old]) => { const i = document.querySelector(sel);
+                             return i && i.src !== old && i.complete && i.naturalWidth > 0; }""",
+        arg=[f"[id='{panel.get_attribute('id')}'] .widget-vbox .jp-OutputArea-output img", before],
+        timeout=30_000)
+    assert figure_src(canvas) != before
+
+    # An impossible combination: dualpipe needs an even P. The message replaces the figure.
+    settle(page, lambda: canvas.locator(".widget-dropdown select").first.select_option("dualpipe"))
+    page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
+                              .includes('even number of ranks')""", arg=panel.get_attribute("id"),
+                           timeout=30_000)
+    assert canvas.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+    # Back to valid (P=4) by keyboard; the figure returns.
+    settle(page, lambda: p_handle.press("ArrowLeft"))
+    page.wait_for_function("""(id) => !document.querySelector(`[id='${id}']`).innerText
+                              .includes('even number of ranks')""", arg=panel.get_attribute("id"),
+                           timeout=30_000)
+    assert figure_src(canvas) is not None
+
+    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+                          "c = [x for x in C if 'schedule' in x.controls][0]\n"
+                          "print(c.controls['schedule'].value, c.controls['P'].value, c.errors)")
+    assert state.split() == ["dualpipe", "4", "[]"]
+
+
+def test_sweep_P_slider_no_traceback(page, lab):
+    """Walk P across its whole range with the keyboard; every value renders or explains."""
+    panel = open_and_run(page, lab, "02_bubble.ipynb")
+    canvas = panel.locator(".widget-vbox", has=page.locator(".widget-dropdown")).first
+    handle = slider(canvas, "P").locator(".noUi-handle")
+    settle(page, lambda: handle.press("Home"))
+    seen = []
+    for _ in range(8):
+        seen.append(slider(canvas, "P").locator(".widget-readout").inner_text().strip())
+        assert canvas.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+        settle(page, lambda: handle.press("ArrowRight"))
+    assert seen[0] == "1" and len(set(seen)) == len(seen)
+    out = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+                        "print(sum(len(c.errors) for c in C))")
+    assert out.strip() == "0"
