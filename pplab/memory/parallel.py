@@ -51,8 +51,11 @@ class ParallelConfig:
         """The pipeline schedule; make_schedule raises ValueError for invalid P/M/V combos."""
         return make_schedule(self.schedule, self.pp, self.microbatches, self.virtual)
 
-    def validate(self, model: ModelSpec) -> Schedule:
-        """Raise ValueError (one clear line) for a layout the model cannot take."""
+    def validate(self, model: ModelSpec, schedule_fn=None) -> Schedule:
+        """Raise ValueError (one clear line) for a layout the model cannot take.
+
+        ``schedule_fn(name, P, M, V)`` replaces ``make_schedule`` (the planner passes a cached
+        one)."""
         for name in ("tp", "pp", "dp", "microbatch", "microbatches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be ≥ 1, got {getattr(self, name)}")
@@ -75,7 +78,8 @@ class ParallelConfig:
         if self.pp > model.layers:
             raise ValueError(f"PP={self.pp} > {model.layers} layers of {model.name}: every "
                              f"stage needs at least one layer; use PP ≤ {model.layers}")
-        sched = self.make_schedule()
+        sched = (self.make_schedule() if schedule_fn is None else
+                 schedule_fn(self.schedule, self.pp, self.microbatches, self.virtual))
         if sched.stages_per_copy > model.layers:
             raise ValueError(f"{sched.name} with PP={self.pp}, V={sched.V} cuts the model into "
                              f"{sched.stages_per_copy} stages but {model.name} has only "

@@ -22,13 +22,16 @@ from functools import lru_cache
 from ..schedules import make_schedule
 from ..simulate import Costs, simulate
 from ..partition import stage_layers
-from .accounting import memory_report, peak_weighted, stage_activation_bytes
+from ..timeline import peak_inflight
 from .comm import Network, axis_bandwidths, comm_volumes
 from .model_spec import ModelSpec
 from .parallel import ParallelConfig
 
 SIM_MAX_M = 48
-NEEDS_2P = {"dualpipe", "dualpipev", "zbv", "interleaved", "bfs"}
+# Schedules whose makespan (or peak) is affine in M only from M ≥ 2P (checked by simulation:
+# zb-h1 with p2p latency is off by ~0.02% from M = P, interleaved peaks settle at 2P).
+NEEDS_2P = {"dualpipe", "dualpipev", "zbv", "interleaved", "bfs", "zb-h1"}
+GROWING_PEAK = {"gpipe", "naive"}     # activation peak grows with M (all forwards first)
 SPLIT_BACKWARD = {"zb-h1", "zbv", "dualpipe", "dualpipev"}
 
 
@@ -107,6 +110,12 @@ def _makespan_unit(name, P, M, V, tb, tw, comm) -> float:
     """Makespan with tf = 1 (the simulation is scale-free: times scale together)."""
     if name == "gpipe":      # same bubble as 1F1B (Megatron-LM §2.2.1): share its simulation
         name = "1f1b"
+    red = _reduced(M, P, name)
+    if red is not None and comm == 0:
+        # Without p2p latency the steady state has no idle time: every extra microbatch adds
+        # exactly one forward + one full backward (tf = 1, tb includes W) to the makespan.
+        # One simulation then suffices (tested against direct simulation for every schedule).
+        return _sim(name, P, red[0], V, tb, tw, comm) + (M - red[0]) * (1 + tb)
     return _affine(lambda m: _sim(name, P, m, V, tb, tw, comm), M, P, name)
 
 
@@ -135,7 +144,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     # Ratios rounded so layouts that differ only slightly share one (scale-free) simulation.
     makespan = tf_all * _makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
                                        round(tb / tf, 1), tw, round(p2p / tf_all, 2))
-    sched = _schedule(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual)
+    sched = _schedule(*_small_key(cfg))          # same stage layout at the reduced M
     chunks = sched.num_stages / sched.P
     busy = cfg.microbatches * (tf_all + tb_all) * chunks * sched.chunk_fraction(0)
     bubble = max(0.0, 1 - busy / makespan) if makespan > 0 else 0.0
@@ -148,8 +157,8 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
 
 
 def _dp_bytes(model, cfg, seq):
-    from .comm import _max_params, dp_volume
-    return dp_volume(_max_params(model, cfg, _schedule(*_small_key(cfg))), cfg)
+    from .comm import dp_volume
+    return dp_volume(max(psi for _, _, psi in _rank_params(model, cfg.tp, *_small_key(cfg))), cfg)
 
 
 def _small_key(cfg):
@@ -164,13 +173,15 @@ def _alive_states(name, P, M, V, layers) -> tuple:
     the max of a dot product, without walking the schedule again."""
     sch = _schedule(name, P, M, V)
     rg = stage_layers(sch, layers)
+    dst = [(len(rg[st]), int(sch.is_first(st)), int(sch.is_last(st)))
+           for st in range(sch.num_stages)]
     out = []
     for ops in sch.ranks:
         alive, cur, seen = set(), [0, 0, 0], set()
         for op in ops:
             for a in op.parts:
                 key = (a.stage, a.microbatch)
-                d = (len(rg[a.stage]), int(sch.is_first(a.stage)), int(sch.is_last(a.stage)))
+                d = dst[a.stage]
                 if a.kind == "F":
                     alive.add(key)
                     cur = [c + x for c, x in zip(cur, d)]
@@ -193,26 +204,53 @@ def _activation_peaks(model, cfg, M, seq):
     return [max(sum(x * y for x, y in zip(st, w)) for st in rank) for rank in states]
 
 
+@lru_cache(maxsize=4096)
+def _rank_params(model: ModelSpec, t: int, name, P, M, V) -> tuple:
+    """Per rank: (stages, layers, parameters on one GPU before ZeRO) — cached per schedule."""
+    from .accounting import stage_param_split
+    sch = _schedule(name, P, M, V)
+    rg = stage_layers(sch, model.layers)
+    out = []
+    for r in range(sch.P):
+        stages = sch.stages_of_rank(r)
+        psi = sum((stage_param_split(model, sch, st, rg[st], stages).per_rank(t)
+                   for st in stages), 0.0)
+        out.append((tuple(stages), sum(len(rg[st]) for st in stages), psi))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _equivalents(name, P, M, V) -> tuple:
+    return tuple(peak_inflight(_schedule(name, P, M, V), stage_equivalents=True))
+
+
 def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
     """memory_report's numbers, with activations extrapolated in M beyond SIM_MAX_M.
 
     Equal to ``memory_report`` for M ≤ SIM_MAX_M (a test checks it); the schedule is
-    generated at most twice per (schedule, P, M, V) and cached.
+    generated at most twice per (schedule, P, M, V) and cached, and so are the per-rank
+    parameter counts (they do not depend on recomputation, ZeRO or b).
     """
+    from .accounting import MemoryReport, RankMemory, model_states_bytes
     red = _reduced(cfg.microbatches, cfg.pp, cfg.schedule)
-    small = cfg if red is None else cfg.with_(microbatches=red[0])
-    rep = memory_report(model, small.with_(recompute="full"),
-                        _schedule(*_small_key(cfg)), seq)
+    key = _small_key(cfg)
     if red is None:
         peaks = _activation_peaks(model, cfg, cfg.microbatches, seq)
+    elif cfg.schedule not in GROWING_PEAK:
+        # Past the fill, every schedule but GPipe holds a fixed number of microbatches:
+        # the peak at Ma is the peak at any larger M (tested).
+        peaks = _activation_peaks(model, cfg, red[0], seq)
     else:
         a = _activation_peaks(model, cfg, red[0], seq)
         b = _activation_peaks(model, cfg, red[1], seq)
         f = (cfg.microbatches - red[0]) / (red[1] - red[0])
         peaks = [x + f * (y - x) for x, y in zip(a, b)]
-    for rm, pk in zip(rep.per_rank, peaks):
-        rm.activations = pk
-    rep.config = cfg
+    rep = MemoryReport(model, cfg, _schedule(*key))
+    for r, ((stages, nl, psi), pk, eq) in enumerate(zip(_rank_params(model, cfg.tp, *key), peaks,
+                                                        _equivalents(*key))):
+        p, g, o = model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
+                                     cfg.bytes_optim)
+        rep.per_rank.append(RankMemory(r, list(stages), nl, psi, p, g, o, pk, eq))
     return rep
 
 
@@ -256,41 +294,67 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                 M = gb // (d * b)
                 for name in (schedules if p > 1 else ("1f1b",)):
                     for V in (virtual if name in ("interleaved", "bfs") else (None,)):
-                        for rc in recompute:
-                            out.extend(_evaluate(model, t, p, d, b, M, name, V, rc, sp and t > 1,
-                                                 zero_stages, hw, seq))
+                        out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
+                                             sp and t > 1, zero_stages, hw, seq))
     out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
     return out
 
 
-def _evaluate(model, t, p, d, b, M, name, V, rc, sp, zeros, hw, seq) -> list[Candidate]:
-    base = ParallelConfig(t, p, d, sp=sp, recompute=rc, microbatch=b, microbatches=M,
+RC_ORDER = ("none", "selective", "full")      # cheapest in FLOPs first, most memory first
+
+
+def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq) -> list[Candidate]:
+    """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V).
+
+    Pruning by dominance (skipped candidates are not listed — they can never rank higher):
+    recomputation only trades FLOPs for memory, so for one layout "none" is never slower than
+    "selective", which is never slower than "full"; and ZeRO-0/1/2 move the same 2Ψ per step
+    (same time) while ZeRO-3 moves 3Ψ (never faster). So once a mode fits with ZeRO ≤ 2, every
+    more expensive mode is dominated; once it fits only with ZeRO-3, more expensive modes are
+    tried only with ZeRO ≤ 2.
+    """
+    rcs = [rc for rc in RC_ORDER if rc in rcs]
+    base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
                           schedule=name, virtual=V)
     try:
         # validate at the reduced M: same residue mod 2P, so the same divisibility rules
         small = base.with_(microbatches=_small_key(base)[2])
-        small.validate(model)
-        rep0 = fast_memory(model, base, seq)
+        small.validate(model, _schedule)
     except ValueError as e:
-        return [Candidate(base, False, str(e))]
-    out, est = [], None
-    for z in zeros:
-        cfg = base.with_(zero=z)
-        if z > 0 and d == 1:
-            continue                               # ZeRO over one replica changes nothing
-        peak, rank = 0.0, 0
-        for rm in rep0.per_rank:
-            pb, gb_, ob = _states(rm.params_count, cfg)
-            tot = pb + gb_ + ob + rm.activations
-            if tot > peak:
-                peak, rank = tot, rm.rank
-        if peak > hw.memory:
-            out.append(Candidate(cfg, False, f"needs {peak / 1e9:.1f} GB on rank {rank} > "
-                                              f"{hw.memory / 1e9:.0f} GB", peak, rank))
-            continue
-        e = estimate(model, cfg, hw, seq)
-        out.append(Candidate(cfg, True, "", peak, rank, e["step_time"], e["bubble_fraction"], e))
+        return [Candidate(base.with_(recompute=rc), False, str(e)) for rc in rcs]
+    out = []
+    zs = [z for z in zeros if not (z > 0 and d == 1)]   # ZeRO over one replica changes nothing
+    fitted: set[int] = set()
+    for rc in rcs:
+        if any(z < 3 for z in fitted):
+            break
+        todo = [z for z in zs if not fitted or z < 3]
+        if not todo:
+            break
+        rep0 = fast_memory(model, base.with_(recompute=rc), seq)
+        for z in todo:
+            cfg = base.with_(recompute=rc, zero=z)
+            peak, rank = 0.0, 0
+            for rm in rep0.per_rank:
+                pb, gb_, ob = _states(rm.params_count, cfg)
+                tot = pb + gb_ + ob + rm.activations
+                if tot > peak:
+                    peak, rank = tot, rm.rank
+            if peak > hw.memory:
+                out.append(Candidate(cfg, False, f"needs {peak / 1e9:.1f} GB on rank {rank} > "
+                                                  f"{hw.memory / 1e9:.0f} GB", peak, rank))
+                continue
+            fitted.add(z)
+            e = _estimate_cached(model, cfg.with_(zero=3 if z == 3 else 0), hw, seq)
+            out.append(Candidate(cfg, True, "", peak, rank, e["step_time"], e["bubble_fraction"],
+                                 e))
     return out
+
+
+@lru_cache(maxsize=8192)
+def _estimate_cached(model, cfg, hw, seq):
+    """ZeRO-0/1/2 move the same 2Ψ per step, so they share one estimate; ZeRO-3 has its own."""
+    return estimate(model, cfg, hw, seq)
 
 
 def _states(psi, cfg):
