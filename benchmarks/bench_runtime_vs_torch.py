@@ -150,7 +150,7 @@ def main() -> int:
     else:
         for r in range(a.P):
             mine = sched.rank_texts()[r]
-            theirs = tor["order"].get(r, [])
+            theirs = tor["order"].get(str(r), [])  # JSON keys are strings
             if mine == theirs:
                 print(f"rank {r}: same order")
             else:
