@@ -1,0 +1,118 @@
+"""Lessons 05 and 06: their canvases' render functions over every slider value, the lessons run
+headless with every canvas control moved inside the kernel, and the seed corrections are in
+the checked outputs."""
+import itertools
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from pplab import widgets as W
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = [ROOT / "notebooks" / "05_interleaved.ipynb",
+           ROOT / "notebooks" / "06_zero_bubble_and_dualpipe.ipynb"]
+
+
+def _floats(lo, hi, step):
+    return [lo + i * step for i in range(int(round((hi - lo) / step)) + 1)]
+
+
+def test_interleaved_render_every_combination():
+    """P × M × V × schedule (no curve, no figure): valid → summary, invalid → the reason."""
+    for name, P, M, V in itertools.product(W.INTERLEAVED_SCHEDULES, range(1, 9), range(1, 33),
+                                           range(1, 5)):
+        fig, msg = W.render_interleaved(name, P, M, V, comm=0.25, draw=False, curve=False)
+        assert fig is None and msg
+        if name == "interleaved" and M % P:
+            assert "multiple of P" in msg
+        else:
+            assert "makespan" in msg and "point-to-point" in msg, msg
+
+
+@pytest.mark.parametrize("base", [("interleaved", 4, 8, 2, 0.25), ("bfs", 3, 5, 3, 0.5)])
+def test_interleaved_each_slider_full_range_with_figure(base):
+    keys = ("schedule", "P", "M", "V", "comm")
+    ranges = {"schedule": W.INTERLEAVED_SCHEDULES, "P": range(1, 9), "M": range(1, 33),
+              "V": range(1, 5), "comm": _floats(*W.COMM_RANGE)}
+    for k in keys:
+        for v in ranges[k]:
+            kw = dict(zip(keys, base))
+            kw[k] = v
+            draw = k in ("P", "comm", "V")
+            fig, msg = W.render_interleaved(**kw, draw=draw)
+            assert msg
+            if draw:       # a figure exactly when the combination is valid
+                assert (fig is None) == ("makespan" not in msg), msg
+
+
+def test_interleaved_curve_turns_with_comm():
+    free = dict(W.makespan_vs_V(4, 8, 0.0))
+    dear = dict(W.makespan_vs_V(4, 8, 0.5))
+    assert free[6] < free[4] < free[2] < free[1]          # no comm: more chunks always help
+    assert min(dear, key=dear.get) == 2 and dear[6] > dear[1]
+
+
+def test_p2p_messages_counts():
+    from pplab import make_schedule
+    for P, M, V in [(4, 8, 1), (4, 8, 2), (4, 8, 4), (2, 2, 3)]:
+        assert W.p2p_messages(make_schedule("interleaved", P, M, V)) == 2 * M * (P * V - 1)
+    assert W.p2p_messages(make_schedule("interleaved", 1, 3, 2)) == 0
+
+
+def test_zero_bubble_render_every_value():
+    """Schedule × P × M (no figure); each cost slider over its range; tw > tb → message."""
+    for name, P, M in itertools.product(W.ZB_SCHEDULES, range(1, 9), range(1, 33)):
+        fig, msg = W.render_zero_bubble(name, P, M, draw=False)
+        assert fig is None and msg
+    for name in W.ZB_SCHEDULES:
+        for k, rng in W.ZB_COSTS.items():
+            for v in _floats(*rng):
+                kw = {"tf": 1.0, "tb": 2.0, "tw": 1.0, "tfb": 3.0, k: v}
+                fig, msg = W.render_zero_bubble(name, 4, 8, **kw, draw=(name == "zb-h1"))
+                if kw["tw"] > kw["tb"]:
+                    assert fig is None and "cannot exceed" in msg
+                else:
+                    assert "closed form" in msg, msg
+
+
+def test_zero_bubble_closed_forms_match_where_stated():
+    for name, P, M in [("1f1b", 4, 8), ("zb-h1", 4, 8), ("zbv", 4, 12), ("dualpipe", 8, 32),
+                       ("dualpipev", 4, 16)]:
+        _, msg = W.render_zero_bubble(name, P, M, 1, 2, 1, 3, draw=False)
+        line = msg.splitlines()[1]
+        measured = float(line.split("= ")[1].split(";")[0])
+        form = float(line.split("closed form ")[1].split(" ")[0])
+        assert measured == form, (name, msg)
+
+
+# ---- the lessons, executed ---------------------------------------------------------------------
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_lesson_runs_and_canvases_survive_every_value(path, monkeypatch):
+    from test_notebooks import SWEEP, _execute
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = _execute(path, SWEEP)
+    out = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    assert "SWEEP" in out and "errors: []" in out, out
+
+
+def _checked_text(path):
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                     for o in c.outputs)
+
+
+def test_lesson05_corrections_are_measured():
+    text = _checked_text(LESSONS[0])
+    assert " 1    17.9%    21.9%   17.9%" in text           # the post's V=1 row is ÷ total
+    assert " 2     9.9%    10.9%   10.9%" in text
+    assert "multiple of P" in text
+    assert "stage-equivalents [8.0, 8.0, 8.0, 8.0]" in text   # bfs holds M on every rank
+    assert " 2                  11                5.5        5.5" in text
+
+
+def test_lesson06_dualpipe_does_not_shrink_with_M():
+    text = _checked_text(LESSONS[1])
+    rows = [ln.split() for ln in text.splitlines() if ln.startswith(" 8 ") and "%" in ln]
+    assert len(rows) == 4 and {r[2] for r in rows} == {"6"} and {r[3] for r in rows} == {"6"}
+    assert "dualpipe            6            6    5.9%                  9  2x" in text
