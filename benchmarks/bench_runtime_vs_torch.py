@@ -94,8 +94,10 @@ def torch_worker(job_path: str) -> None:
         if order is not None:
             import re
             keep = re.compile(r"^(\d+[FBIW]\d+|\(.*\))$")
-            txt = {int(r): [str(a) for a in acts if a is not None and keep.match(str(a))]
-                   for r, acts in order.items()}
+            # an overlapped pair prints as "(0F3;3B1)OVERLAP_F_B": keep pplab's "(0F3;3B1)"
+            names = {r: [re.sub(r"\)[A-Z_]+$", ")", str(a)) for a in acts if a is not None]
+                     for r, acts in order.items()}
+            txt = {int(r): [t for t in ts if keep.match(t)] for r, ts in names.items()}
         json.dump({"times": times, "grad_err": err, "order": txt}, open(job["out"], "w"))
     dist.destroy_process_group()
 
@@ -119,6 +121,47 @@ def run_torch(schedule: str, P: int, M: int, V: int | None, steps: int) -> dict:
     return json.load(open(job["out"]))
 
 
+def recompute_overhead(M: int = 8, repeats: int = 7) -> None:
+    """In one process: forward + backward of the whole model over M microbatches with each
+    recomputation mode; saved-for-backward peak (all M alive, as GPipe holds them) and time."""
+    import torch
+
+    from pplab.runtime.model import TinyConfig, _Tracked, build_stage_modules, make_batch
+    from pplab.runtime.worker import SavedTensorTracker
+    from pplab.schedules import make_schedule
+
+    torch.set_num_threads(1)
+    cfg = TinyConfig()
+    sched = make_schedule("gpipe", 1, M)
+    rows = {}
+    for mode in ("none", "full", "selective"):
+        mod = build_stage_modules(sched, cfg, 0, [0], mode)[0]
+        inputs, targets = make_batch(cfg, M, 0, 0)
+        times, peak = [], 0
+        for _ in range(repeats):
+            tr = SavedTensorTracker()
+            tr.exclude = {p.untyped_storage().data_ptr() for p in mod.parameters()}
+            _Tracked.track = tr.track
+            t0 = time.perf_counter()
+            losses = []
+            with tr.hooks():
+                for i in range(M):
+                    n = cfg.microbatch_size
+                    losses.append(mod(inputs[i * n:(i + 1) * n], targets[i * n:(i + 1) * n]) / M)
+            for loss in losses:
+                loss.backward()
+            times.append(time.perf_counter() - t0)
+            _Tracked.track = None
+            peak = tr.peak
+            mod.zero_grad(set_to_none=True)
+        rows[mode] = (statistics.median(times), peak)
+    base_t, base_b = rows["none"]
+    print(f"recomputation, whole model, M={M} microbatches alive (GPipe-like), 1 thread:")
+    for mode, (t, b) in rows.items():
+        print(f"  {mode:9s} step {t * 1e3:7.1f} ms ({(t / base_t - 1) * 100:+5.1f} %)   saved "
+              f"{b / 1e6:6.2f} MB ({(b / base_b - 1) * 100:+5.1f} %)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default="1f1b", choices=sorted(TORCH_CLASSES))
@@ -127,7 +170,12 @@ def main() -> int:
     ap.add_argument("-V", type=int, default=None)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--torch-worker", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--recompute-overhead", action="store_true",
+                    help="only measure activation recomputation (in one process) and exit")
     a = ap.parse_args()
+    if a.recompute_overhead:
+        recompute_overhead(a.M)
+        return 0
     if a.torch_worker:
         torch_worker(a.torch_worker)
         return 0

@@ -39,7 +39,8 @@ def _assert_matches(r):
 def test_every_schedule_matches_reference(P):
     items = _items(P)
     if P == 2:   # extra configurations sharing this launch
-        items += [("1f1b", dict(M=4, steps=2, optimizer="adam", lr=0.01)),
+        items += [("1f1b", dict(M=4, steps=2)),
+                  ("1f1b", dict(M=4, steps=2, optimizer="adam", lr=0.01)),
                   ("zb-h1", dict(M=4, steps=2, recompute="full")),
                   ("zbv", dict(M=4, steps=2, recompute="selective")),
                   ("1f1b", dict(M=4, steps=2, recompute="full")),
@@ -63,8 +64,9 @@ def test_every_schedule_matches_reference(P):
         plain = [r for (n, o), r in zip(items, results) if n == "1f1b" and o.get("M") == 4
                  and not o.get("recompute") and not o.get("control") and o.get("optimizer") != "adam"]
         full = by[("1f1b", "full", None)]
-        if plain:
-            assert sum(full.peak_saved_bytes) < 0.5 * sum(plain[0].peak_saved_bytes)
+        print("1f1b P=2 M=4 saved bytes per rank: none", plain[0].peak_saved_bytes,
+              "full", full.peak_saved_bytes)
+        assert sum(full.peak_saved_bytes) < 0.5 * sum(plain[0].peak_saved_bytes)
 
 
 def test_emulated_bubble_matches_simulation():
