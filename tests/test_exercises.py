@@ -68,8 +68,11 @@ def test_build_is_idempotent(tmp_path):
     snap = {p: p.read_bytes() for p in tmp_path.rglob("*.ipynb")}
     assert build_exercises.build(root=tmp_path) == []
     assert {p: p.read_bytes() for p in tmp_path.rglob("*.ipynb")} == snap
-    assert (tmp_path / "exercises" / NAME).read_bytes() == (ROOT / "exercises" / NAME).read_bytes()
-    assert first == [tmp_path / "exercises" / NAME]
+    # every solution yields its exercise, byte-identical to the committed one
+    want = sorted(tmp_path / "exercises" / p.name for p in (ROOT / "solutions").glob("*.ipynb"))
+    assert sorted(first) == want
+    for p in want:
+        assert p.read_bytes() == (ROOT / "exercises" / p.name).read_bytes()
 
 
 def test_check_mode_detects_drift(tmp_path):

@@ -99,9 +99,10 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
 def _greedy_order(P: int, M: int, cap: int) -> list[list[Op]]:
     """List-schedule one stage per rank at unit costs (t_F = t_I = t_W = 1).
 
-    Whenever a rank can start something it prefers I (the previous rank waits on it), then F
-    (while it holds fewer than ``cap`` microbatches), then the oldest pending W. Ties between
-    ranks go to the earliest start, then the lowest rank, so the order is deterministic.
+    Each rank takes whichever op it can start soonest; at equal times it prefers I (the
+    previous rank waits on it), then F (while it holds fewer than ``cap`` microbatches), then
+    the oldest pending W. Across ranks the earliest start goes first, then the lower rank, so
+    the order is deterministic.
     """
     next_f, next_i = [0] * P, [0] * P
     pending_w: list[deque] = [deque() for _ in range(P)]
@@ -111,17 +112,18 @@ def _greedy_order(P: int, M: int, cap: int) -> list[list[Op]]:
     ops: list[list[Op]] = [[] for _ in range(P)]
 
     def best(r):
-        """(start, priority, kind) of the best op rank r could start next, or None."""
+        """(start, priority, kind) of the op rank r could start soonest (ties: I, F, W)."""
+        options = []
         mb = next_i[r]
         if mb < M and (r, mb) in f_end and (r == P - 1 or (r + 1, mb) in i_end):
             up = i_end[(r + 1, mb)] if r < P - 1 else 0
-            return (max(free[r], f_end[(r, mb)], up), 0, "I")
+            options.append((max(free[r], f_end[(r, mb)], up), 0, "I"))
         mb = next_f[r]
         if mb < M and alive[r] < cap and (r == 0 or (r - 1, mb) in f_end):
-            return (max(free[r], f_end[(r - 1, mb)] if r else 0), 1, "F")
+            options.append((max(free[r], f_end[(r - 1, mb)] if r else 0), 1, "F"))
         if pending_w[r]:
-            return (free[r], 2, "W")
-        return None
+            options.append((free[r], 2, "W"))
+        return min(options) if options else None
 
     choice = [best(r) for r in range(P)]
     for _ in range(3 * P * M):
