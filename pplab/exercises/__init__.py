@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .bubble import (check_bubble_formulas, check_inflight, check_one_f_one_b_rank,
                      check_text_schedule)
+from .memory import check_layer_activations, check_layout, check_peak_1f1b, check_zero_bytes
 from .schedules import (check_fixed_schedule, check_layer_placement, check_p2p_messages,
                         check_split_backward_schedule)
 
