@@ -65,6 +65,48 @@ def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
     return torch.softmax(scores, dim=-1) @ v
 
 
+class _Defer:
+    """While ``queue`` is a list, SplitLinear's backward computes only the input gradient and
+    queues (module, input, grad_output) there; the runtime's W op turns the queue into weight
+    gradients later. This is the zero-bubble split at the level of each matmul."""
+    queue = None
+    wrap = None        # the runtime sets it to keep queued tensors in its saved-bytes count
+
+
+class _SplitLinearFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, module):
+        ctx.save_for_backward(x, weight)
+        ctx.module, ctx.has_bias = module, bias is not None
+        return F.linear(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight = ctx.saved_tensors
+        grad_x = grad_out @ weight if ctx.needs_input_grad[0] else None
+        if _Defer.queue is not None:
+            wrap = _Defer.wrap or (lambda t: t)
+            _Defer.queue.append((ctx.module, wrap(x), wrap(grad_out)))
+            return grad_x, None, None, None
+        gw, gb = linear_weight_grads(x, grad_out, ctx.has_bias)
+        return grad_x, gw, gb, None
+
+
+def linear_weight_grads(x, grad_out, has_bias):
+    g2 = grad_out.reshape(-1, grad_out.shape[-1])
+    gw = g2.t() @ x.reshape(-1, x.shape[-1])
+    return gw, (g2.sum(0) if has_bias else None)
+
+
+class SplitLinear(nn.Linear):
+    """nn.Linear whose weight gradient can be deferred (see _Defer); same parameter names."""
+
+    def forward(self, x):
+        if torch.is_grad_enabled() and self.weight.requires_grad:
+            return _SplitLinearFn.apply(x, self.weight, self.bias, self)
+        return F.linear(x, self.weight, self.bias)
+
+
 class _Tracked:
     """Hook point so the runtime can count tensors that checkpointing keeps alive itself
     (the inputs of a checkpointed region are held by the checkpoint, not by autograd's
@@ -76,8 +118,8 @@ class Attention(nn.Module):
     def __init__(self, cfg: TinyConfig):
         super().__init__()
         self.heads = cfg.heads
-        self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
-        self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.qkv = SplitLinear(cfg.hidden, 3 * cfg.hidden)
+        self.proj = SplitLinear(cfg.hidden, cfg.hidden)
         self.selective = False
 
     def forward(self, x):
@@ -96,8 +138,8 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: TinyConfig):
         super().__init__()
-        self.fc1 = nn.Linear(cfg.hidden, cfg.ffn)
-        self.fc2 = nn.Linear(cfg.ffn, cfg.hidden)
+        self.fc1 = SplitLinear(cfg.hidden, cfg.ffn)
+        self.fc2 = SplitLinear(cfg.ffn, cfg.hidden)
 
     def forward(self, x):
         return self.fc2(F.gelu(self.fc1(x)))
@@ -129,7 +171,7 @@ class TinyGPT(nn.Module):
             self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
             self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
             self.norm = nn.LayerNorm(cfg.hidden)
-            self.head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+            self.head = SplitLinear(cfg.hidden, cfg.vocab, bias=False)
         if cfg.tied_embeddings:
             self.head.weight = self.embed.weight
         self.to(cfg.torch_dtype)

@@ -23,8 +23,8 @@ import torch.distributed as dist
 from ..ir import Action, Schedule, parse_op
 from ..simulate import Costs
 from . import checkpoint as ckpt
-from .model import (TinyConfig, TinyGPT, _Tracked, build_stage_modules, make_batch,
-                    make_optimizer, microbatch)
+from .model import (SplitLinear, TinyConfig, TinyGPT, _Defer, _Tracked, build_stage_modules,
+                    linear_weight_grads, make_batch, make_optimizer, microbatch)
 
 now = time.perf_counter
 
@@ -178,6 +178,10 @@ class RankRunner:
         for m in self.modules.values():
             m.to(device)
         self.params = {st: [p for p in m.parameters()] for st, m in self.modules.items()}
+        # parameters whose gradient I computes itself (not behind a SplitLinear)
+        self.other_params = {st: [p for mod in m.modules() if not isinstance(mod, SplitLinear)
+                                  for p in mod.parameters(recurse=False)]
+                             for st, m in self.modules.items()}
         all_params = [p for st in self.stages for p in self.params[st]]
         self.opt = make_optimizer(all_params, run.get("optimizer", "sgd"), run.get("lr", 0.05))
         emu = dict(run.get("emulate") or {})
@@ -332,27 +336,35 @@ class RankRunner:
             torch.autograd.backward(out, g)
             if not s.is_first(st):
                 self._send_grad(st, mb, x.grad)
-        else:  # I: input gradient only, keep the graph for W
+        else:
+            # I: the input gradient (and the cheap LayerNorm / embedding weight gradients);
+            # every Linear queues (input, grad_output) for W instead of its weight gradient,
+            # so the graph is freed now and W is just the weight matmuls
+            queue: list = []
+            inputs = ([] if s.is_first(st) else [x]) + self.other_params[st]
+            _Defer.queue, _Defer.wrap = queue, self.tracker.holder
+            try:
+                torch.autograd.backward(out, g, inputs=inputs)
+            finally:
+                _Defer.queue = _Defer.wrap = None
             if not s.is_first(st):
-                (gx,) = torch.autograd.grad(out, [x], g, retain_graph=True)
-                self._send_grad(st, mb, gx)
-            self.pending_w[(st, mb)] = (out, g)
+                self._send_grad(st, mb, x.grad)
+            self.pending_w[(st, mb)] = queue
 
     def _weight(self, a: Action, idx: int) -> None:
         key = (a.stage, a.microbatch)
         if key not in self.pending_w:
             raise DeadlockError(f"rank {self.rank} step {idx}: {a} runs before "
                                 f"{a.stage}I{a.microbatch}")
-        out, g = self.pending_w.pop(key)
-        params = self.params[a.stage]
-        grads = torch.autograd.grad(out, params, g, allow_unused=True)
-        for p, gr in zip(params, grads):
-            if gr is None:
-                continue
-            if p.grad is None:
-                p.grad = gr
-            else:
-                p.grad.add_(gr)
+        for mod, hx, hgo in self.pending_w.pop(key):
+            gw, gb = linear_weight_grads(hx.tensor, hgo.tensor, mod.bias is not None)
+            for p, gr in ((mod.weight, gw), (mod.bias, gb)):
+                if gr is None:
+                    continue
+                if p.grad is None:
+                    p.grad = gr
+                else:
+                    p.grad.add_(gr)
 
     def _op_part(self, a: Action, idx: int) -> None:
         if a.kind == "F":
