@@ -18,7 +18,7 @@ GPU_VALUES = (8, 16, 32, 64, 128)
 SEQ_VALUES = (512, 1024, 2048, 4096, 8192)
 MEM_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")
 RECOMPUTE = ("none", "selective", "full")
-M_RANGE = (1, 64)
+M_RANGE = (1, 32)
 MBS_RANGE = (1, 8)
 
 
@@ -65,18 +65,22 @@ def render_memory(preset="llama3-70b", tp=8, pp=8, dp=8, zero=1, sp="on",
     return draw_memory_bars(rep, gpu_memory * GB), msg
 
 
-def render_fsdp(preset="llama3-8b", dp=8, step=0, prefetch="off", draw: bool = True):
-    """FSDP's gather → compute → free at one step (one layer's forward or backward)."""
+def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="off",
+                draw: bool = True):
+    """FSDP's gather → compute → free while ``layer`` runs its forward or backward."""
     from .draw_memory import fsdp_frames
     model = get_preset(preset)
-    layer = model.layer_params().total * 2            # bf16 parameters of one layer
+    L = model.layers
+    if not 0 <= int(layer) < L:
+        return None, f"{model.name} has {L} layers: layer must be 0..{L - 1}"
+    if phase not in ("forward", "backward"):
+        return None, f"phase must be forward or backward, got {phase!r}"
+    layer_b = model.layer_params().total * 2            # bf16 parameters of one layer
     other = (model.embedding_params().total + model.head_params().total
              + model.final_norm_params().total) * 2 / int(dp)
-    frames = fsdp_frames(model.layers, layer, int(dp), _onoff(prefetch), other)
-    if not 0 <= int(step) < len(frames):
-        return None, (f"{model.name} has {model.layers} layers: a forward and a backward are "
-                      f"{len(frames)} steps, so step must be 0..{len(frames) - 1}")
-    fr = frames[int(step)]
+    frames = fsdp_frames(L, layer_b, int(dp), _onoff(prefetch), other)
+    step = int(layer) if phase == "forward" else 2 * L - 1 - int(layer)
+    fr = frames[step]
     peak = max(f["resident"] for f in frames)
     msg = (f"step {fr['step']}: {fr['phase']} of layer {fr['layer']}; gathered layers "
            f"{fr['full']}; bf16 parameters resident {fr['resident'] / GB:.2f} GB (peak "
@@ -84,7 +88,7 @@ def render_fsdp(preset="llama3-8b", dp=8, step=0, prefetch="off", draw: bool = T
     if not draw:
         return None, msg
     from .draw_memory import draw_fsdp_step
-    return draw_fsdp_step(frames, int(step), layer, int(dp)), msg
+    return draw_fsdp_step(frames, step, layer_b, int(dp)), msg
 
 
 def recompute_rows(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1):
@@ -251,8 +255,9 @@ def fsdp_canvas(preset="llama3-8b", dp=8, prefetch="off"):
     L = get_preset(preset).layers
     ctl = {"dp": _dd(w, "N_d", DP_VALUES, dp, "120px"),
            "prefetch": _dd(w, "prefetch", ("off", "on"), prefetch, "150px"),
-           "step": w.IntSlider(value=0, min=0, max=2 * L - 1, description="step",
-                               continuous_update=False, layout=w.Layout(width="420px"))}
+           "phase": _dd(w, "phase", ("forward", "backward"), "forward", "180px"),
+           "layer": w.IntSlider(value=0, min=0, max=L - 1, description="layer",
+                                continuous_update=False, layout=w.Layout(width="380px"))}
     return _build(render_fsdp, ctl, [w.HBox(list(ctl.values()))], {"preset": preset})
 
 
@@ -295,8 +300,8 @@ def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):
 
     from .widgets import _build
     ctl = {"preset": _dd(w, "model", ("llama3-8b", "llama3-70b", "gpt3-175b"), preset, "220px"),
-           "gpus": _dd(w, "GPUs", (16, 32, 64), gpus, "130px"),
-           "gpu_memory": _dd(w, "GB/GPU", (40, 80, 141), gpu_memory, "150px")}
+           "gpus": _dd(w, "GPUs", (32, 64), gpus, "130px"),
+           "gpu_memory": _dd(w, "GB/GPU", (80, 141), gpu_memory, "150px")}
     return _build(render_plan, ctl, [w.HBox(list(ctl.values()))], {"seq": seq})
 
 
