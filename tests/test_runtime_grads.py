@@ -40,7 +40,7 @@ def test_every_schedule_matches_reference(P):
     items = _items(P)
     if P == 2:   # extra configurations sharing this launch
         items += [("1f1b", dict(M=4, steps=2)),
-                  ("1f1b", dict(M=4, steps=2, optimizer="adam", lr=0.01)),
+                  ("1f1b", dict(M=4, steps=2, optimizer="adam", lr=0.001)),
                   ("zb-h1", dict(M=4, steps=2, recompute="full")),
                   ("zbv", dict(M=4, steps=2, recompute="selective")),
                   ("1f1b", dict(M=4, steps=2, recompute="full")),
