@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from pplab.ir import Schedule
 from pplab.runtime import run_many, run_schedule
 
 TOL = 1e-5
@@ -39,7 +40,9 @@ def _assert_matches(r):
 def test_every_schedule_matches_reference(P):
     items = _items(P)
     if P == 2:   # extra configurations sharing this launch
-        items += [("1f1b", dict(M=4, steps=2)),
+        student = Schedule.from_text(["0F0 0F1 0B0 0B1", "1F0 1B0 1F1 1B1"], name="student")
+        items += [(student, dict(steps=2)),
+                  ("1f1b", dict(M=4, steps=2)),
                   ("1f1b", dict(M=4, steps=2, optimizer="adam", lr=0.001)),
                   ("zb-h1", dict(M=4, steps=2, recompute="full")),
                   ("zbv", dict(M=4, steps=2, recompute="selective")),
@@ -47,10 +50,10 @@ def test_every_schedule_matches_reference(P):
                   ("1f1b", dict(M=4, steps=2, control="seed")),
                   ("1f1b", dict(M=4, steps=2, control="drop"))]
     results = run_many(items, P, timeout=400, comm_timeout=60)
-    names = [n for n, _ in items]
+    names = [n if isinstance(n, str) else n.name for n, _ in items]
     assert {"naive", "gpipe", "1f1b", "zb-h1"} <= set(names)
     for (name, opts), r in zip(items, results):
-        print(f"P={P} {name} {opts} grad err {max(r.grad_errors):.2e} "
+        print(f"P={P} {getattr(name, 'name', name)} {opts} grad err {max(r.grad_errors):.2e} "
               f"step {r.step_time_s * 1e3:.1f} ms saved {r.peak_saved_bytes}")
         if opts.get("control"):
             # negative controls must FAIL the same check

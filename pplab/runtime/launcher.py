@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -310,7 +311,7 @@ def _launch(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, de
         msg = _diagnose(tmp, output, schedule, timed_out, timeout)
         if left:
             msg += f"; processes still alive after cleanup: {left}"
-        raise RunError(msg)
+        raise RunError(msg + f" (logs: {tmp})")
     info = {}
     if os.path.exists(job["info"]):
         with open(job["info"]) as f:
@@ -319,6 +320,8 @@ def _launch(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, de
     for run in runs:
         with open(run["result"]) as f:
             results.append(json.load(f))
+    if keep_dir is None:
+        shutil.rmtree(tmp, ignore_errors=True)
     return info, results
 
 
