@@ -189,3 +189,12 @@ def test_planner_speed_70b_on_64_gpus():
     dt = time.process_time() - t0
     assert dt < 6, f"planner took {dt:.1f} s of CPU (≈2.5 s expected)"
     assert cands[0].feasible and cands[0].config.tp * cands[0].config.pp * cands[0].config.dp == 64
+
+
+@pytest.mark.parametrize("name", sorted(pl.PERIOD_2))
+def test_period_two_extrapolation_with_p2p(monkeypatch, name):
+    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    for P, M in ((4, 41), (8, 64), (8, 75)):
+        direct = simulate(make_schedule(name, P, M), Costs(tf=1, tb=2.1, tw=1.0,
+                                                          comm=0.05)).makespan
+        assert pl._makespan_unit(name, P, M, None, 2.1, 1.0, 0.05) == pytest.approx(direct)
