@@ -7,7 +7,7 @@ import math
 import pytest
 
 from pplab.ir import Schedule
-from pplab.runtime import run_many, run_schedule
+from pplab.runtime import run_many
 
 TOL = 1e-5
 ALL = [("naive", None), ("gpipe", None), ("1f1b", None), ("interleaved", 1),
@@ -34,6 +34,8 @@ def _assert_matches(r):
     for a, b in zip(r.losses, r.reference_losses):
         assert math.isclose(a, b, rel_tol=1e-6), (r.schedule.name, r.losses, r.reference_losses)
     assert r.executed == r.schedule.rank_texts()
+    assert r.timeline.source == "measured" and r.simulated is None
+    assert r.backend == "gloo" and len(r.peak_saved_bytes) == r.schedule.P
 
 
 @pytest.mark.parametrize("P", [1, 2, 4])

@@ -1,5 +1,4 @@
 """Runtime model, stage cutting, recomputation and resharding checkpoints (in-process, fast)."""
-import os
 
 import pytest
 import torch
@@ -7,7 +6,7 @@ import torch
 from pplab.ir import Schedule
 from pplab.runtime import TinyConfig, TinyGPT, build_stage_modules, load_checkpoint, make_batch, \
     save_checkpoint
-from pplab.runtime.launcher import RunConfig, run_schedule
+from pplab.runtime.launcher import run_schedule
 from pplab.runtime.worker import SavedTensorTracker
 from pplab.runtime.model import _Tracked, make_optimizer
 from pplab.schedules import make_schedule

@@ -255,10 +255,25 @@ def _diagnose(tmp: str, output: str, schedule: Schedule | None, timed_out: bool,
     return "; ".join(lines)
 
 
-def _launch(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, device: str,
-            progress: Callable[[str], None] | None, nnodes: int = 1, node_rank: int = 0,
-            rdzv_endpoint: str | None = None, keep_dir: str | None = None,
-            schedule: Schedule | None = None) -> tuple[dict, list[dict]]:
+class _PortTaken(RunError):
+    pass
+
+
+def _launch(*args, **kw) -> tuple[dict, list[dict]]:
+    """Launch; if the free port we picked was taken by someone else meanwhile, try again."""
+    for attempt in range(3):
+        try:
+            return _launch_once(*args, **kw)
+        except _PortTaken:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, device: str,
+                 progress: Callable[[str], None] | None, nnodes: int = 1, node_rank: int = 0,
+                 rdzv_endpoint: str | None = None, keep_dir: str | None = None,
+                 schedule: Schedule | None = None) -> tuple[dict, list[dict]]:
     tmp = keep_dir or tempfile.mkdtemp(prefix="pplab-run-")
     os.makedirs(tmp, exist_ok=True)
     for i, run in enumerate(runs):
@@ -308,6 +323,9 @@ def _launch(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, de
     with open(log_path) as f:
         output = f.read()
     if timed_out or proc.returncode != 0:
+        if nnodes == 1 and not timed_out and "address already in use" in output.lower() \
+                and not any(n.startswith("rank") for n in os.listdir(tmp)):
+            raise _PortTaken("the rendezvous port was taken")
         msg = _diagnose(tmp, output, schedule, timed_out, timeout)
         if left:
             msg += f"; processes still alive after cleanup: {left}"
