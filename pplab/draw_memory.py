@@ -215,29 +215,40 @@ def draw_comm_volumes(volumes: dict, times: dict | None = None, ax=None,
     return fig
 
 
-def draw_plan(cands, gpu_memory: float = 80e9, ax=None, title: str = "", top: int = 10) -> Figure:
-    """Feasible layouts: estimated step time vs peak memory; the fastest ``top`` labelled."""
+RECOMPUTE_COLORS = {"none": "#0072B2", "selective": "#009E73", "full": "#E69F00"}
+
+
+def draw_plan(cands, gpu_memory: float = 80e9, ax=None, title: str = "", top: int = 3) -> Figure:
+    """Feasible layouts: estimated step time vs peak memory, coloured by recomputation; the
+    fastest ``top`` numbered; layouts that do not fit as a rug at the bottom (their peak)."""
     fig, ax = _fig_ax(ax, (8.5, 3.8))
     ok = [c for c in cands if c.feasible]
     bad = [c for c in cands if not c.feasible and c.peak_bytes > 0]
+    times = [c.step_time for c in ok]
+    lo = min(times) * 0.9 if times else 0.0
+    hi = max(times) * 1.05 if times else 1.0
+    for rc, col in RECOMPUTE_COLORS.items():
+        sel = [c for c in ok if c.config.recompute == rc]
+        if sel:
+            ax.scatter([c.peak_bytes / GB for c in sel], [c.step_time for c in sel], s=10,
+                       color=col, label=f"fits, recompute={rc}")
     if bad:
-        ax.scatter([c.peak_bytes / GB for c in bad], [0] * len(bad), marker="|", s=60,
-                   color="#b71c1c", label="does not fit (peak shown)")
-    if ok:
-        ax.scatter([c.peak_bytes / GB for c in ok], [c.step_time for c in ok], s=10,
-                   color="#0072B2", label="fits")
-        for i, c in enumerate(ok[:top]):
-            k = c.config
-            ax.annotate(f"{i + 1}", (c.peak_bytes / GB, c.step_time), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
+        y = lo + 0.02 * (hi - lo)
+        ax.scatter([c.peak_bytes / GB for c in bad], [y] * len(bad), marker="|", s=60,
+                   color="#b71c1c", label="does not fit (its peak)")
+    for i, c in enumerate(ok[:top]):
+        ax.annotate(f"#{i + 1}", (c.peak_bytes / GB, c.step_time), fontsize=7,
+                    xytext=(-14, 6 + 8 * i), textcoords="offset points",
+                    arrowprops={"arrowstyle": "-", "lw": 0.5})
     ax.axvline(gpu_memory / GB, color="black", linestyle="--", linewidth=1)
-    ax.set_xlabel("peak GB on the fullest rank")
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("peak GB on the fullest rank (log scale)")
     ax.set_ylabel("estimated step time (s)")
     ax.set_xscale("log")
     if title:
         ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="upper right", frameon=False)
-    fig.subplots_adjust(bottom=0.15)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.subplots_adjust(bottom=0.15, right=0.72)
     return fig
 
 

@@ -152,14 +152,13 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
     from matplotlib.figure import Figure
 
     from .draw_memory import draw_comm_volumes, draw_memory_bars
-    fig = Figure(figsize=(11, 3.8))
+    fig = Figure(figsize=(12, 3.8))
     a1, a2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
     draw_memory_bars(rep, hw.memory, ax=a1, title=f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
                      f"{schedule} M={M} {recompute}")
     draw_comm_volumes(vols, ax=a2, title="")
     a2.set_title("bytes sent per GPU per step", fontsize=9)
-    fig.subplots_adjust(left=0.06, right=0.97, wspace=0.55, bottom=0.16)
-    a1.legend(fontsize=7, loc="upper left", frameon=False)
+    fig.subplots_adjust(left=0.06, right=0.97, wspace=0.75, bottom=0.16)
     return fig, msg
 
 
