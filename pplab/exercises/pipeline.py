@@ -1,0 +1,207 @@
+"""Graders for exercise 04: a balanced partition by dynamic programming, 1F1B's point-to-point
+plan per rank, and a hand-written 1F1B that runs under torchrun."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from ..ir import Schedule, parse_op
+from ..partition import balanced_split
+from ..schedules import make_schedule
+from .bubble import _call, _fail
+
+#: (layer costs, parts): uniform, heavy embedding / head, one giant layer, parts = layers,
+#: a single part, odd sizes, the notebook's own example
+PARTITION_CASES = [
+    ([1.0] * 8, 4),
+    ([3.0, 1, 1, 1, 1, 1, 1, 1, 1, 4.0], 4),
+    ([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2.5, 5.0], 4),
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9], 3),
+    ([10, 1, 1, 1, 1, 1], 3),
+    ([1, 1, 1, 1, 1, 20], 2),
+    ([5, 5, 5], 3),
+    ([2.0, 7, 1, 8, 2, 8, 1, 8, 2, 8], 5),
+    ([4, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 6], 4),
+    ([1.0] * 7, 1),
+    ([0.5, 3, 0.5, 3, 0.5, 3, 0.5], 2),
+    ([3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+      1, 1, 1, 5], 8),
+]
+
+#: (P, M) cases for the send/recv plan: P=1 sends nothing, M<P, M=P, odd sizes
+PLAN_CASES = [(1, 3), (2, 1), (2, 4), (3, 2), (3, 3), (4, 8), (5, 7), (8, 8), (8, 16)]
+
+
+def _ranges(parts, n: int, k: int, label: str) -> list[tuple[int, int]]:
+    """Normalise the student's partition to (start, stop) pairs and check it is a partition."""
+    try:
+        parts = list(parts)
+    except TypeError:
+        _fail(f"{label} returned {parts!r}; return a list of ranges, e.g. "
+              "[range(0, 3), range(3, 6)]")
+    out = []
+    for p in parts:
+        if isinstance(p, range):
+            if p.step != 1:
+                _fail(f"{label}: {p} has step {p.step}; stages hold contiguous layers")
+            out.append((p.start, p.stop))
+        elif isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(x, int) for x in p):
+            out.append((p[0], p[1]))
+        else:
+            _fail(f"{label}: {p!r} is not a range; return ranges like range(0, 3) "
+                  "(or (start, stop) pairs)")
+    if len(out) != k:
+        _fail(f"{label} returned {len(out)} parts, expected {k} (one per stage)")
+    pos = 0
+    for a, b in out:
+        if a != pos:
+            _fail(f"{label}: the parts {out} are not contiguous from 0 — a part starts at {a} "
+                  f"where {pos} was expected (each layer must belong to exactly one stage)")
+        if b <= a:
+            _fail(f"{label}: the part ({a}, {b}) is empty; every stage needs at least one layer")
+        pos = b
+    if pos != n:
+        _fail(f"{label}: the parts end at {pos}, but there are {n} layers")
+    return out
+
+
+def check_balanced_partition(balanced_partition: Callable[[Sequence[float], int], Sequence]) -> bool:
+    """``balanced_partition(costs, parts)``: contiguous, non-empty parts covering every layer,
+    whose most expensive part costs no more than :func:`pplab.partition.balanced_split`'s."""
+    for costs, k in PARTITION_CASES:
+        label = f"balanced_partition({costs}, {k})"
+        got = _ranges(_call(balanced_partition, list(costs), k), len(costs), k, label)
+        want = balanced_split(costs, k)
+        best = max(sum(costs[r.start:r.stop]) for r in want)
+        mine = max(sum(costs[a:b]) for a, b in got)
+        if mine > best + 1e-9:
+            sizes = [b - a for a, b in got]
+            _fail(f"{label}: your parts {[(a, b) for a, b in got]} (sizes {sizes}) have a most "
+                  f"expensive stage costing {mine:g}, but a split with max stage cost {best:g} "
+                  f"exists: {[(r.start, r.stop) for r in want]}. Hint: best[k][j] = the "
+                  "smallest possible max-stage cost of putting the first j layers on k stages "
+                  "= min over i of max(best[k−1][i], cost of layers i..j−1); a greedy "
+                  "'fill each stage up to total/k' misses cases like a heavy last layer.")
+    print(f"balanced partition: optimal on {len(PARTITION_CASES)} hidden cases ✓")
+    return True
+
+
+def reference_plan(P: int, M: int, r: int) -> list[tuple]:
+    """What rank ``r`` of 1F1B receives and sends around each op, in its execution order:
+    ``(op, recv, send)`` with ``recv``/``send`` = ``(peer rank, "act" | "grad", microbatch)``
+    or ``None``."""
+    sched = make_schedule("1f1b", P, M)
+    out = []
+    for op in sched.rank_texts()[r]:
+        action = parse_op(op)
+        kind, mb = action.kind, action.microbatch
+        if kind == "F":
+            recv = (r - 1, "act", mb) if r > 0 else None
+            send = (r + 1, "act", mb) if r < P - 1 else None
+        else:
+            recv = (r + 1, "grad", mb) if r < P - 1 else None
+            send = (r - 1, "grad", mb) if r > 0 else None
+        out.append((op, recv, send))
+    return out
+
+
+def _norm(x):
+    if x is None:
+        return None
+    try:
+        peer, what, mb = x
+        return (int(peer), str(what), int(mb))
+    except (TypeError, ValueError):
+        return ("bad", repr(x))
+
+
+def check_send_recv_plan(send_recv_plan: Callable[[int, int, int], Sequence]) -> bool:
+    """``send_recv_plan(P, M, r)``: for each op of rank r's 1F1B order, ``(op, recv, send)``
+    where recv/send is ``(peer, "act"|"grad", microbatch)`` or ``None``."""
+    n = 0
+    for P, M in PLAN_CASES:
+        for r in range(P):
+            want = reference_plan(P, M, r)
+            label = f"send_recv_plan(P={P}, M={M}, r={r})"
+            got = _call(send_recv_plan, P, M, r)
+            try:
+                got = [(str(op), _norm(rv), _norm(sd)) for op, rv, sd in got]
+            except (TypeError, ValueError):
+                _fail(f"{label} returned {got!r}; return a list of (op, recv, send) tuples, "
+                      "e.g. ('1F0', (0, 'act', 0), (2, 'act', 0))")
+            ops_w, ops_g = [w[0] for w in want], [g[0] for g in got]
+            if ops_g != ops_w:
+                warm = min(P - r - 1, M)
+                _fail(f"{label}: the ops are {ops_g}, but 1F1B runs {ops_w} on this rank. Hint: "
+                      f"rank r does min(P−r−1, M) = {warm} warm-up forwards, then alternates "
+                      "one forward and one backward, then drains the remaining backwards.")
+            for i, (w, g) in enumerate(zip(want, got)):
+                if w == g:
+                    continue
+                op = w[0]
+                which = "receive" if w[1] != g[1] else "send"
+                wv, gv = (w[1], g[1]) if which == "receive" else (w[2], g[2])
+                hint = ("a forward receives the activation from rank r−1 and sends its output to "
+                        "rank r+1; a backward receives the gradient from rank r+1 and sends the "
+                        "input gradient to rank r−1; the first rank receives no activation, the "
+                        "last rank receives no gradient (its loss starts the backward)")
+                _fail(f"{label}, op {i} ({op}): your {which} is {gv!r}, expected {wv!r}. "
+                      f"Hint: {hint}.")
+            n += 1
+    print(f"1F1B send/recv plan: every op of {n} ranks over {len(PLAN_CASES)} (P, M) cases ✓")
+    return True
+
+
+def steady_state_pairs(P: int, M: int, r: int) -> list[tuple[str, str]]:
+    """In 1F1B's steady state each forward's send to rank r+1 is immediately followed by the
+    receive of a gradient from the same rank r+1 (Megatron fuses them into one
+    ``send_forward_recv_backward``). Returns the (forward, backward) pairs of rank ``r``."""
+    plan = reference_plan(P, M, r)
+    out = []
+    for (op, _, send), (nxt, recv, _) in zip(plan, plan[1:]):
+        if "F" in op and "B" in nxt and send is not None and recv is not None \
+                and send[0] == recv[0]:
+            out.append((op, nxt))
+    return out
+
+
+def check_hand_written_1f1b(rows, P: int = 2, M: int = 4) -> Schedule:
+    """The student's text is a valid schedule whose rank lists are exactly 1F1B's for
+    (P, M). Returns the Schedule (ready for ``run_schedule``)."""
+    from ..validate import ScheduleError, validate
+    if rows is None or rows is Ellipsis:
+        _fail("write your schedule first: one line of actions per rank")
+    text = rows if isinstance(rows, str) else "\n".join(
+        r if isinstance(r, str) else " ".join(r) for r in rows)
+    try:
+        sched = Schedule.from_text(text, num_microbatches=M, name="yours")
+        validate(sched)
+    except (ScheduleError, ValueError) as e:
+        _fail(f"your schedule does not validate: {e}")
+    if sched.P != P:
+        _fail(f"expected {P} rank lines, got {sched.P}")
+    want = make_schedule("1f1b", P, M).rank_texts()
+    got = sched.rank_texts()
+    for r in range(P):
+        if got[r] != want[r]:
+            _fail(f"rank {r} runs {' '.join(got[r])}, but 1F1B runs {' '.join(want[r])}. "
+                  f"Hint: rank r does min(P−r−1, M) warm-up forwards, then F/B pairs.")
+    print(f"hand-written 1F1B for P={P}, M={M}: valid and identical to the generator ✓")
+    return sched
+
+
+def check_real_run(result, tolerance: float = 1e-5) -> bool:
+    """A real run's gradients match the single-process reference."""
+    err = getattr(result, "grad_max_rel_error", None)
+    if err is None:
+        _fail("the run did not compare gradients with the reference (pass check=True)")
+    if not err < tolerance:
+        _fail(f"max relative gradient error {err:.3g} ≥ {tolerance:g} (worst parameter "
+              f"{result.worst_parameter!r}): the pipeline did not compute the same gradients "
+              "as one process — is every microbatch's backward in the schedule?")
+    print(f"real run: max relative gradient error {err:.2e} < {tolerance:g} ✓")
+    return True
+
+
+__all__ = ["check_balanced_partition", "check_send_recv_plan", "check_hand_written_1f1b",
+           "check_real_run", "reference_plan", "steady_state_pairs", "PARTITION_CASES",
+           "PLAN_CASES"]

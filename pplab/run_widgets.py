@@ -1,0 +1,422 @@
+"""The run panel: pick a schedule, press a button, and a real torchrun job runs it.
+
+The logic is in plain functions that tests call without widgets:
+
+* :func:`check_run` — build the schedule and check the tiny model can be cut that way, without
+  launching anything; ``(Schedule, None)`` or ``(None, message)``.
+* :func:`preview` — the message the panel shows before a run (simulated makespan and bubble
+  in the same emulated seconds the real run will sleep).
+* :func:`launch` — the real run; ``(RunResult, "")`` or ``(None, message)``. A ``RunError``
+  (a rank raised, deadlocked, was killed, or the job timed out) becomes its message, which
+  names the rank and the cause — never a traceback.
+* :func:`render_result` — ``(Figure, text)``: the measured timeline drawn over the simulated
+  one and the numbers that matter (bubble both ways, gradient error, backend, note).
+
+:func:`run_panel` wires them to ipywidgets. The run happens in a background thread, so the
+kernel stays responsive; the button is disabled while it runs and the progress lines the ranks
+write appear under it. Importing this module does not import torch; pressing the button does.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .partition import stage_layers
+from .schedules import make_schedule
+from .simulate import Costs, simulate
+from .widgets import CANVASES, SCHEDULES, _message_html, default_V
+
+#: slider ranges of the run panel (a real run starts P processes: keep P small on a laptop)
+RUN_P_RANGE = (1, 8)
+RUN_M_RANGE = (1, 16)
+RUN_V_RANGE = (1, 4)
+#: emulated seconds per chunk: (min, max, step)
+RUN_COST_RANGE = {"tf": (0.01, 0.2, 0.01), "tb": (0.01, 0.4, 0.01), "tw": (0.0, 0.2, 0.01)}
+#: gradients match the single-process reference when the max relative error is below this
+GRAD_TOLERANCE = 1e-5
+#: layers of the tiny model the runtime trains (pplab.runtime.TinyConfig().layers)
+TINY_LAYERS = 8
+
+
+def _emulate(emulate: bool, tf, tb, tw) -> dict | None:
+    return dict(tf=float(tf), tb=float(tb), tw=float(tw)) if emulate else None
+
+
+def _shape(schedule, P, M, V) -> str:
+    return f"{schedule} with P={P}, M={M}" + (f", V={V}" if V is not None else "")
+
+
+def check_run(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
+              emulate: bool = True, tf=0.05, tb=0.1, tw=0.0, layers: int = TINY_LAYERS):
+    """``(Schedule, None)`` if the combination can run, else ``(None, message)``.
+
+    Checks what the runtime would refuse before it starts any process: the generator's rules
+    (e.g. interleaved needs M a multiple of P), the costs (``tw ≤ tb``), and that the model
+    has at least one layer per stage.
+    """
+    try:
+        sched = make_schedule(schedule, int(P), int(M), None if V is None else int(V))
+    except ValueError as e:
+        return None, f"{_shape(schedule, P, M, V)}: {e}"
+    if emulate:
+        try:
+            Costs(tf=float(tf), tb=float(tb), tw=float(tw))
+        except ValueError as e:
+            return None, f"emulated costs: {e}"
+    try:
+        stage_layers(sched, layers)
+    except ValueError as e:
+        return None, f"the tiny model: {e}"
+    return sched, None
+
+
+def _simulated(sched, emulate, tf, tb, tw):
+    costs = Costs(**_emulate(True, tf, tb, tw)) if emulate else Costs()
+    return simulate(sched, costs)
+
+
+def preview(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
+            emulate: bool = True, tf=0.05, tb=0.1, tw=0.0, trace: bool = False):
+    """``(None, message)``: what pressing the button would do, or why it cannot run."""
+    sched, err = check_run(schedule, P, M, V, emulate, tf, tb, tw)
+    if err:
+        return None, err + "\n(nothing launched)"
+    sim = _simulated(sched, emulate, tf, tb, tw)
+    unit = " s" if emulate else " cost units (tf=1, tb=2)"
+    msg = (f"ready: {sched.name} P={sched.P} M={sched.M}" + (f" V={sched.V}" if sched.V > 1 else "")
+           + f" — simulated makespan {sim.makespan:.4g}{unit}, bubble {sim.bubble_fraction:.1%}"
+           f" of total, {sim.bubble_ratio:.1%} of ideal.\n"
+           f"'Run for real' starts {sched.P} torchrun process{'es' if sched.P > 1 else ''} "
+           f"(CPU: gloo) and trains the tiny model for 2 steps.")
+    if not emulate:
+        msg += ("\nwithout emulated time the measured shape is mostly CPU contention and "
+                "communication overhead: compare the order of ops, not the bubble")
+    return None, msg
+
+
+def launch(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
+           emulate: bool = True, tf=0.05, tb=0.1, tw=0.0, steps: int = 2,
+           timeout: float = 120.0, progress: Callable[[str], None] | None = None, **run_kw):
+    """Run for real. ``(RunResult, "")`` on success, ``(None, message)`` when the combination
+    is invalid (nothing is launched) or the run fails (the message names rank and cause)."""
+    sched, err = check_run(schedule, P, M, V, emulate, tf, tb, tw)
+    if err:
+        return None, err + "\n(nothing launched)"
+    try:
+        from . import runtime as rt
+    except ImportError as e:            # pragma: no cover - torch missing
+        return None, f"the runtime needs PyTorch, which is not importable here: {e}"
+    try:
+        res = rt.run_schedule(sched, steps=steps, emulate=_emulate(emulate, tf, tb, tw),
+                              timeout=timeout, progress=progress, **run_kw)
+    except rt.RunError as e:
+        return None, f"the real run failed: {e}"
+    except ValueError as e:             # the runtime refused the arguments before launching
+        return None, f"{_shape(schedule, P, M, V)}: {e}"
+    return res, ""
+
+
+def result_text(result, trace_path: str | None = None) -> str:
+    """The numbers of a real run, one topic per line."""
+    tl, sim = result.timeline, result.simulated
+    s = result.schedule
+    lines = [f"{s.name} P={s.P} M={s.M}" + (f" V={s.V}" if s.V > 1 else "")
+             + f" on {result.backend}/{result.device}; wall {result.wall_s:.1f} s "
+             f"(torchrun start-up included), step time {result.step_time_s * 1e3:.0f} ms"]
+    meas = (f"measured: makespan {tl.makespan:.3f} s, bubble {tl.bubble_fraction:.1%} of total, "
+            f"{tl.bubble_ratio:.1%} of ideal")
+    if sim is not None:
+        meas += (f" | simulated with the same costs: makespan {sim.makespan:.3f} s, bubble "
+                 f"{sim.bubble_fraction:.1%} of total, {sim.bubble_ratio:.1%} of ideal")
+    else:
+        meas += " | no emulated time, so no simulated twin (the shape is mostly CPU contention)"
+    lines.append(meas)
+    err = result.grad_max_rel_error
+    if err is None:
+        lines.append("gradients: not checked against the single-process reference")
+    else:
+        ok = "✓ matches" if err < GRAD_TOLERANCE else "✗ DIFFERS from"
+        lines.append(f"gradients: max relative error {err:.2e} {ok} the single-process "
+                     f"reference (tolerance {GRAD_TOLERANCE:g}); loss {result.loss:.6f} vs "
+                     f"reference {result.reference_loss:.6f}")
+    lines.append(f"peak in-flight microbatches per rank {list(result.peak_inflight)}; "
+                 f"peak saved-for-backward bytes per rank {list(result.peak_saved_bytes)}")
+    if result.note:
+        lines.append(f"note: {result.note}")
+    if trace_path:
+        lines.append(f"Perfetto trace written to {trace_path} (open it at ui.perfetto.dev)")
+    return "\n".join(lines)
+
+
+def render_result(result, trace_path: str | None = None):
+    """``(Figure, text)``: the simulated timeline (wide boxes) with the measured one as thin
+    bars on top, both in seconds; without emulation, the measured timeline alone. Writes a
+    Chrome/Perfetto trace of the measured timeline to ``trace_path`` if given."""
+    from .draw import draw_timeline
+    s = result.schedule
+    name = f"{s.name} P={s.P} M={s.M}" + (f" V={s.V}" if s.V > 1 else "")
+    if trace_path:
+        from .trace import write_chrome_trace
+        write_chrome_trace(result.timeline, trace_path)
+    if result.simulated is not None:
+        fig = draw_timeline(result.simulated, overlay=result.timeline,
+                            title=f"{name}: simulated (boxes) vs measured (thin bars), seconds")
+        fig.axes[0].set_xlabel("time (s)")
+    else:
+        fig = draw_timeline(result.timeline, title=f"{name}: measured (seconds)")
+    return fig, result_text(result, trace_path)
+
+
+# ---- the widget -------------------------------------------------------------------------------
+@dataclass
+class RunPanel:
+    """A built run panel. Same fields as :class:`pplab.widgets.Canvas` (so the headless tests
+    that walk ``CANVASES`` can move its controls — that only re-previews, never launches),
+    plus the button, the worker thread and the last result."""
+    widget: Any
+    controls: dict
+    update: Callable[[], None]
+    message: Any = None
+    errors: list = field(default_factory=list)
+    last_message: str = ""
+    button: Any = None
+    status: Any = None
+    image: Any = None
+    thread: threading.Thread | None = None
+    result: Any = None
+    figure: Any = None
+    result_message: str = ""
+    progress_lines: list = field(default_factory=list)
+    run_kw: dict = field(default_factory=dict)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)
+
+    def click(self) -> None:
+        """What the button does (tests call it, then ``join()``)."""
+        self.button.click()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.thread is not None:
+            self.thread.join(timeout)
+
+
+def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
+              emulate: bool = True, tf=0.05, tb=0.1, tw=0.0, trace_path: str = "pplab-trace.json",
+              schedules=SCHEDULES, timeout: float = 120.0, **run_kw) -> RunPanel:
+    """Schedule dropdown, P/M/V sliders, emulated tf/tb/tw (seconds per chunk), a checkbox for
+    emulated time, one for saving a Perfetto trace, and a **Run for real** button."""
+    import ipywidgets as w
+    from .draw import figure_png
+
+    V = default_V(schedule) if V is None else V
+    islider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
+                                           continuous_update=False,
+                                           layout=w.Layout(width="240px"))
+    style = {"description_width": "initial"}
+    fslider = lambda d, v: w.FloatSlider(value=v, min=RUN_COST_RANGE[d][0],
+                                         max=RUN_COST_RANGE[d][1], step=RUN_COST_RANGE[d][2],
+                                         description=f"{d} (s)", style=style, readout_format=".2f",
+                                         continuous_update=False, layout=w.Layout(width="230px"))
+    controls = {
+        "schedule": w.Dropdown(options=list(schedules), value=schedule, description="schedule",
+                               layout=w.Layout(width="220px")),
+        "P": islider("P", P, RUN_P_RANGE), "M": islider("M", M, RUN_M_RANGE),
+        "V": islider("V", V, RUN_V_RANGE),
+        "emulate": w.Checkbox(value=bool(emulate), description="emulated time", indent=False,
+                              layout=w.Layout(width="130px")),
+        "tf": fslider("tf", tf), "tb": fslider("tb", tb), "tw": fslider("tw", tw),
+        "trace": w.Checkbox(value=False, description=f"save Perfetto trace ({trace_path})",
+                            indent=False, layout=w.Layout(width="330px")),
+    }
+    button = w.Button(description="Run for real", button_style="primary", icon="play",
+                      layout=w.Layout(width="150px"))
+    message, status, result_html = w.HTML(), w.HTML(), w.HTML()
+    image = w.Image(format="png", layout=w.Layout(max_width="100%"))
+    panel = RunPanel(None, controls, lambda: None, message, button=button, status=status,
+                     image=image, run_kw=dict(run_kw, timeout=timeout))
+
+    def kw():
+        d = {k: c.value for k, c in controls.items()}
+        d.pop("trace")
+        return d
+
+    def update(*_):
+        try:
+            _, msg = preview(**kw())
+            ok = msg.startswith("ready")
+        except Exception as e:          # a bug: show it, record it for the tests
+            panel.errors.append((kw(), repr(e)))
+            msg, ok = f"internal error (please report): {e!r}", False
+        panel.last_message = msg
+        message.value = _message_html(msg, ok)
+        if not panel.thread or not panel.thread.is_alive():
+            button.disabled = not ok
+
+    def on_schedule(change):
+        controls["V"].value = default_V(change["new"])
+
+    def progress(line: str):
+        panel.progress_lines.append(line)
+        status.value = _message_html(f"running… {line}", True)
+
+    def work(args: dict, trace: str | None):
+        t0 = time.monotonic()
+        try:
+            res, msg = launch(**args, progress=progress, **panel.run_kw)
+            if res is None:
+                panel.result, panel.figure = None, None
+                result_html.value = _message_html(msg, False)
+            else:
+                fig, text = render_result(res, trace)
+                panel.result, panel.figure = res, fig
+                image.value = figure_png(fig)
+                msg = text
+                result_html.value = _message_html(text, True)
+            panel.result_message = msg
+        except Exception as e:          # a bug, not a failed run: say so, record it
+            panel.errors.append((args, repr(e)))
+            panel.result_message = f"internal error (please report): {e!r}"
+            result_html.value = _message_html(panel.result_message, False)
+        finally:
+            status.value = _message_html(f"finished in {time.monotonic() - t0:.1f} s", True)
+            button.disabled = False
+            button.description = "Run for real"
+
+    def on_click(_):
+        if panel.thread is not None and panel.thread.is_alive():
+            return
+        args = kw()
+        _, err = check_run(**args)
+        if err:                          # invalid: say why, launch nothing
+            panel.result_message = err + "\n(nothing launched)"
+            result_html.value = _message_html(panel.result_message, False)
+            return
+        button.disabled = True
+        button.description = "running…"
+        panel.progress_lines.clear()
+        status.value = _message_html("starting torchrun…", True)
+        result_html.value = ""
+        trace = trace_path if controls["trace"].value else None
+        panel.thread = threading.Thread(target=work, args=(args, trace), daemon=True,
+                                        name="pplab-run-panel")
+        panel.thread.start()
+
+    for c in controls.values():
+        c.observe(update, names="value")
+    controls["schedule"].observe(on_schedule, names="value")
+    button.on_click(on_click)
+    panel.update = update
+    panel.widget = w.VBox([
+        w.HBox([controls["schedule"], controls["P"], controls["M"], controls["V"]]),
+        w.HBox([controls["emulate"], controls["tf"], controls["tb"], controls["tw"]]),
+        w.HBox([button, controls["trace"]]),
+        message, status, result_html, image])
+    update()
+    CANVASES.append(panel)
+    return panel
+
+
+# ---- lesson 11: stage balancing ---------------------------------------------------------------
+BALANCE_METHODS = ("even", "balanced")
+
+
+def layer_costs(layers: int, embed: float, head: float) -> list[float]:
+    """Forward cost of each transformer layer (1 each) with the embedding's cost added to the
+    first and the final norm + LM head's cost added to the last, in units of one layer."""
+    costs = [1.0] * int(layers)
+    costs[0] += float(embed)
+    costs[-1] += float(head)
+    return costs
+
+
+def partition_costs(costs, P: int, method: str = "balanced"):
+    """``(parts, stage_costs)`` for an even or a balanced (DP) split; ValueError if P > layers."""
+    from .partition import balanced_split, even_split
+    parts = even_split(len(costs), P) if method == "even" else balanced_split(costs, P)
+    return parts, [sum(costs[r.start:r.stop]) for r in parts]
+
+
+def balance_timeline(stage_costs, M: int, schedule: str = "1f1b"):
+    """Simulate ``schedule`` with each stage's durations scaled by its cost relative to the
+    mean stage (tf = 1 and tb = 2 for a stage of average cost)."""
+    P = len(stage_costs)
+    mean = sum(stage_costs) / P
+    sched = make_schedule(schedule, P, int(M))
+    return simulate(sched, Costs(stage_scale=[c / mean for c in stage_costs]))
+
+
+def render_balance(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: int = 4,
+                   M: int = 8, method: str = "even", draw: bool = True):
+    """Layer costs → a partition → per-stage costs → the simulated 1F1B timeline.
+    Returns ``(Figure or None, message)``."""
+    costs = layer_costs(layers, embed, head)
+    try:
+        parts, stage = partition_costs(costs, int(P), method)
+    except ValueError as e:
+        return None, f"{method} split of {layers} layers into P={P} stages: {e}"
+    tl = balance_timeline(stage, M)
+    _, even_stage = partition_costs(costs, int(P), "even")
+    tl_even = balance_timeline(even_stage, M) if method != "even" else tl
+    mean = sum(stage) / len(stage)
+    ideal = (int(M) + int(P) - 1) * 3.0            # perfectly balanced 1F1B, tf=1, tb=2
+    msg = (f"{method} split: layers per stage {[len(r) for r in parts]}; stage cost "
+           f"{[round(c, 2) for c in stage]} (max/mean {max(stage) / mean:.2f})\n"
+           f"1F1B makespan {tl.makespan:.4g} (perfect balance: {ideal:.4g}; even split: "
+           f"{tl_even.makespan:.4g}); bubble {tl.bubble_fraction:.1%} of total")
+    if not draw:
+        return None, msg
+    from matplotlib.figure import Figure
+
+    from .draw import draw_timeline
+    rows = [2.0, 1.0 + 0.4 * int(P)]
+    fig = Figure(figsize=(10, sum(rows)))
+    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
+    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
+                        bottom=0.45 / sum(rows), hspace=0.75)
+    colours = ["#56B4E9" if i % 2 == 0 else "#0072B2" for i in range(len(parts))]
+    for i, r in enumerate(parts):
+        top.bar(list(r), [costs[j] for j in r], color=colours[i], width=0.85,
+                label=f"stage {i}: {stage[i]:.2f}" if i < 8 else None)
+    top.axhline(1.0, color="#999999", lw=0.6, ls=":")
+    top.set_xlabel("layer (embedding cost on the first, norm + head on the last)")
+    top.set_ylabel("cost")
+    top.set_title(f"{method} split of {layers} layers into {P} stages", fontsize=10, loc="left")
+    top.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.05))
+    for side in ("top", "right"):
+        top.spines[side].set_visible(False)
+    draw_timeline(tl, ax=bottom)
+    bottom.set_xlim(0, max(tl.makespan, tl_even.makespan) * 1.005)
+    return fig, msg
+
+
+def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: int = 4,
+                   M: int = 8, method: str = "even"):
+    """Layers, embedding and head cost, P, M and the split method; the per-layer costs coloured
+    by stage and the simulated 1F1B timeline with those stage costs."""
+    import ipywidgets as w
+
+    from .widgets import _build
+    islider = lambda d, v, lo, hi: w.IntSlider(value=v, min=lo, max=hi, description=d,
+                                                continuous_update=False,
+                                                layout=w.Layout(width="240px"))
+    fslider = lambda d, v, hi: w.FloatSlider(value=v, min=0.0, max=hi, step=0.5, description=d,
+                                             continuous_update=False,
+                                             layout=w.Layout(width="240px"))
+    controls = {"method": w.ToggleButtons(options=list(BALANCE_METHODS), value=method,
+                                          description="split"),
+                "layers": islider("layers", layers, 4, 32), "P": islider("P", P, 1, 8),
+                "M": islider("M", M, 1, 16), "embed": fslider("embedding", embed, 2.0),
+                "head": fslider("head", head, 4.0)}
+    rows = [w.HBox([controls["method"], controls["layers"]]),
+            w.HBox([controls["P"], controls["M"], controls["embed"], controls["head"]])]
+    return _build(render_balance, controls, rows, {})
+
+
+__all__ = ["layer_costs", "partition_costs", "balance_timeline", "render_balance",
+           "balance_canvas", "BALANCE_METHODS", "check_run", "preview", "launch", "render_result", "result_text", "run_panel",
+           "RunPanel", "GRAD_TOLERANCE", "RUN_P_RANGE", "RUN_M_RANGE", "RUN_V_RANGE",
+           "RUN_COST_RANGE"]
