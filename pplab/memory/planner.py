@@ -326,7 +326,8 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq) -> list[Ca
     "selective", which is never slower than "full"; and ZeRO-0/1/2 move the same 2Ψ per step
     (same time) while ZeRO-3 moves 3Ψ (never faster). So once a mode fits with ZeRO ≤ 2, every
     more expensive mode is dominated; once it fits only with ZeRO-3, more expensive modes are
-    tried only with ZeRO ≤ 2.
+    tried only with ZeRO ≤ 2 — unless that ZeRO-3 layout hides all its DP traffic (its step
+    time is then the makespan, which every costlier mode exceeds).
     """
     rcs = [rc for rc in RC_ORDER if rc in rcs]
     base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
@@ -363,6 +364,10 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq) -> list[Ca
             e = _estimate_cached(model, cfg.with_(zero=3 if z == 3 else 0), hw, seq)
             out.append(Candidate(cfg, True, "", peak, rank, e["step_time"], e["bubble_fraction"],
                                  e))
+            if e["dp_exposed"] == 0:
+                # Step time = makespan alone; any costlier recomputation has a longer makespan
+                # whatever its ZeRO stage, so it is dominated too.
+                fitted.update(zs)
     return out
 
 
