@@ -108,5 +108,14 @@ def test_checkpoint_reshards_4_2_1_4(tmp_path):
 
 def test_mismatched_checkpoint_names_first_parameter(tmp_path):
     save_checkpoint(str(tmp_path / "big"), TinyGPT(TinyConfig(hidden=32, heads=2), 0))
-    with pytest.raises(ValueError, match=r"first mismatching parameter 'embed.weight'"):
+    with pytest.raises(ValueError, match=r"first mismatching parameter 'embed.tok.weight'"):
         load_checkpoint(str(tmp_path / "big"), TinyGPT(TinyConfig(), 0))
+
+
+def test_runtime_model_is_the_memory_models_tiny_preset():
+    """The memory model counts what the runtime builds: same shape, same parameter count."""
+    from pplab.memory.presets import get_preset
+    spec, cfg = get_preset("tiny"), TinyConfig()
+    assert (spec.layers, spec.hidden, spec.heads, spec.ffn, spec.vocab, spec.seq) == \
+        (cfg.layers, cfg.hidden, cfg.heads, cfg.ffn, cfg.vocab, cfg.seq)
+    assert sum(p.numel() for p in TinyGPT(cfg).parameters()) == spec.num_params() == 434_816

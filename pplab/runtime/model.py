@@ -160,20 +160,34 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+class Embeddings(nn.Module):
+    """Token embedding plus GPT-2's learned positions (a seq × hidden table)."""
+
+    def __init__(self, cfg: TinyConfig):
+        super().__init__()
+        self.tok = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.pos = nn.Embedding(cfg.seq, cfg.hidden)
+
+    def forward(self, tokens):
+        positions = torch.arange(tokens.shape[-1], device=tokens.device)
+        return self.tok(tokens) + self.pos(positions)
+
+
 class TinyGPT(nn.Module):
-    """Embedding → blocks → LayerNorm → LM head → mean cross-entropy. No dropout."""
+    """Embeddings (token + position) → blocks → LayerNorm → LM head → mean cross-entropy.
+    No dropout. Its shape is the memory model's "tiny" preset (pplab.memory.presets)."""
 
     def __init__(self, cfg: TinyConfig = TinyConfig(), seed: int = 0):
         super().__init__()
         self.cfg = cfg
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
+            self.embed = Embeddings(cfg)
             self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
             self.norm = nn.LayerNorm(cfg.hidden)
             self.head = SplitLinear(cfg.hidden, cfg.vocab, bias=False)
         if cfg.tied_embeddings:
-            self.head.weight = self.embed.weight
+            self.head.weight = self.embed.tok.weight
         self.to(cfg.torch_dtype)
 
     def forward(self, tokens, targets):
