@@ -8,11 +8,11 @@ import pytest
 
 from pplab.ir import Schedule
 from pplab.runtime import run_many
+from pplab.schedules import GENERATORS
 
 TOL = 1e-5
-ALL = [("naive", None), ("gpipe", None), ("1f1b", None), ("interleaved", 1),
-       ("interleaved", 2), ("bfs", None), ("zb-h1", None), ("zbv", None), ("dualpipe", None),
-       ("dualpipev", None)]
+# every generator (a new one is covered automatically), plus interleaved at V=1
+ALL = [(name, None) for name in GENERATORS] + [("interleaved", 1)]
 
 
 def _items(P):
@@ -54,6 +54,8 @@ def test_every_schedule_matches_reference(P):
     results = run_many(items, P, timeout=400, comm_timeout=60)
     names = [n if isinstance(n, str) else n.name for n, _ in items]
     assert {"naive", "gpipe", "1f1b", "zb-h1"} <= set(names)
+    if P == 4:
+        assert set(GENERATORS) <= set(names)
     for (name, opts), r in zip(items, results):
         print(f"P={P} {getattr(name, 'name', name)} {opts} grad err {max(r.grad_errors):.2e} "
               f"step {r.step_time_s * 1e3:.1f} ms saved {r.peak_saved_bytes}")
