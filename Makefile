@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+ROOTFLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=. notebooks/00_setup_and_first_run.ipynb
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
 
 test: $(STAMP)
 	$(PY) -m pytest tests
