@@ -336,7 +336,9 @@ def layer_costs(layers: int, embed: float, head: float) -> list[float]:
 def partition_costs(costs, P: int, method: str = "balanced"):
     """``(parts, stage_costs)`` for an even or a balanced (DP) split; ValueError if P > layers."""
     from .partition import balanced_split, even_split
-    parts = even_split(len(costs), P) if method == "even" else balanced_split(costs, P)
+    parts = even_split(len(costs), P)            # also: the message when P > layers
+    if method != "even":
+        parts = balanced_split(costs, P)
     return parts, [sum(costs[r.start:r.stop]) for r in parts]
 
 

@@ -1,0 +1,119 @@
+"""Exercise 04: the solution passes every grader, the unsolved exercise fails every grader cell,
+and the graders reject typical wrong answers with a message that helps."""
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from pplab.exercises.pipeline import (PARTITION_CASES, check_balanced_partition,
+                                      check_hand_written_1f1b, check_real_run,
+                                      check_send_recv_plan, reference_plan, steady_state_pairs)
+from pplab.partition import balanced_split
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "04_real_pipeline.ipynb"
+
+
+def _run(path, allow_errors):
+    nb = nbformat.read(path, as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "code" and c.source.startswith("# NBVAL_SKIP"):
+            c.source = ""
+    NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=allow_errors,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb
+
+
+def _graders(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("check_")]
+
+
+def test_solution_passes_every_grader():
+    graders = _graders(_run(ROOT / "solutions" / NAME, allow_errors=False))
+    assert len(graders) == 3
+    for c in graders:
+        assert "✓" in "".join(o.get("text", "") for o in c.outputs), c.source
+
+
+def test_unsolved_exercise_fails_every_grader():
+    nb = _run(ROOT / "exercises" / NAME, allow_errors=True)
+    graders = _graders(nb)
+    assert len(graders) == 3
+    for c in graders:
+        errs = [o for o in c.outputs if o.get("output_type") == "error"]
+        assert errs and errs[0]["ename"] in ("AssertionError", "NameError"), c.source
+    assert sum(c.source.count("raise NotImplementedError") for c in nb.cells
+               if c.cell_type == "code") == 3
+    raw = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+    skip = [c for c in raw.cells if "run_schedule(" in c.source]
+    assert skip and all(c.source.startswith("# NBVAL_SKIP") for c in skip)
+
+
+def _dp(costs, k):
+    return balanced_split(costs, k)
+
+
+def test_partition_grader():
+    assert check_balanced_partition(_dp)
+    with pytest.raises(AssertionError, match="is not implemented yet"):
+        check_balanced_partition(lambda c, k: (_ for _ in ()).throw(NotImplementedError("x")))
+
+    def equal_layers(costs, k):      # the even split: ignores the costs
+        from pplab.partition import even_split
+        return even_split(len(costs), k)
+    with pytest.raises(AssertionError, match="max stage cost"):
+        check_balanced_partition(equal_layers)
+    with pytest.raises(AssertionError, match="parts, expected"):
+        check_balanced_partition(lambda c, k: _dp(c, k)[:-1])
+    with pytest.raises(AssertionError, match="contiguous"):
+        check_balanced_partition(lambda c, k: list(reversed(_dp(c, k))) if k > 1 else _dp(c, k))
+    with pytest.raises(AssertionError, match="empty"):
+        check_balanced_partition(lambda c, k: [range(0, 0)] + [range(0, len(c))] * (k - 1)
+                                 if k > 1 else _dp(c, k))
+    assert any(max(costs) > 2 for costs, _ in PARTITION_CASES)
+
+
+def test_plan_grader():
+    assert check_send_recv_plan(reference_plan)
+
+    def gpipe_order(P, M, r):
+        plan = reference_plan(P, M, r)
+        return [p for p in plan if "F" in p[0]] + [p for p in plan if "B" in p[0]]
+    with pytest.raises(AssertionError, match="warm-up forwards"):
+        check_send_recv_plan(gpipe_order)
+
+    def last_rank_sends(P, M, r):
+        return [(op, rv, (r + 1, "act", int(op.split("F")[1])) if "F" in op else sd)
+                for op, rv, sd in reference_plan(P, M, r)]
+    with pytest.raises(AssertionError, match="your send is"):
+        check_send_recv_plan(last_rank_sends)
+
+    def swapped(P, M, r):
+        return [(op, (rv[0], "grad" if rv[1] == "act" else "act", rv[2]) if rv else None, sd)
+                for op, rv, sd in reference_plan(P, M, r)]
+    with pytest.raises(AssertionError, match="your receive is"):
+        check_send_recv_plan(swapped)
+
+
+def test_steady_state_pairs():
+    pairs = steady_state_pairs(4, 8, 1)
+    assert pairs[0] == ("1F2", "1B0") and len(pairs) == 6
+    assert steady_state_pairs(4, 8, 3) == []
+
+
+def test_hand_written_grader_and_real_run_grader():
+    ok = "0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3\n1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3"
+    assert check_hand_written_1f1b(ok).P == 2
+    with pytest.raises(AssertionError, match="rank 0 runs"):
+        check_hand_written_1f1b("0F0 0F1 0F2 0F3 0B0 0B1 0B2 0B3\n"
+                                "1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3")
+    with pytest.raises(AssertionError, match="does not validate"):
+        check_hand_written_1f1b("0F0 0F1 0B0 0F2 0B1 0F3 0B2\n1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3")
+
+    class R:
+        grad_max_rel_error, worst_parameter = 0.7, "head.weight"
+    with pytest.raises(AssertionError, match="head.weight"):
+        check_real_run(R())
+    R.grad_max_rel_error = 3e-7
+    assert check_real_run(R())
