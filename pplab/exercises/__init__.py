@@ -15,3 +15,4 @@ from .schedules import (check_fixed_schedule, check_layer_placement, check_p2p_m
 
 __all__ = ["check_bubble_formulas", "check_one_f_one_b_rank", "check_inflight",
            "check_text_schedule"]
+from .pipeline import check_balanced_partition, check_hand_written_1f1b, check_real_run, check_send_recv_plan
