@@ -16,13 +16,15 @@ def _descendants():
 
 
 def _fails(match, timeout=60, **kw):
+    before = {p.pid for p in _descendants()}      # e.g. a browser another test module keeps
     t0 = time.monotonic()
     with pytest.raises(RunError) as err:
         run_schedule(timeout=timeout, steps=1, **kw)
     took = time.monotonic() - t0
     print(f"{took:.1f}s: {err.value}")
     assert took < timeout + 15
-    assert not _descendants(), "child processes left behind"
+    left = [p for p in _descendants() if p.pid not in before]
+    assert not left, f"child processes left behind: {left}"
     for m in match:
         assert m in str(err.value), (m, str(err.value))
     return str(err.value)
