@@ -26,7 +26,7 @@ from typing import Any, Callable
 from .partition import stage_layers
 from .schedules import make_schedule
 from .simulate import Costs, simulate
-from .widgets import CANVASES, SCHEDULES, _message_html, default_V
+from .widgets import CANVASES, SCHEDULES, Canvas, _message_html, default_V
 
 #: slider ranges of the run panel (a real run starts P processes: keep P small on a laptop)
 RUN_P_RANGE = (1, 8)
@@ -171,16 +171,10 @@ def render_result(result, trace_path: str | None = None):
 
 # ---- the widget -------------------------------------------------------------------------------
 @dataclass
-class RunPanel:
-    """A built run panel. Same fields as :class:`pplab.widgets.Canvas` (so the headless tests
-    that walk ``CANVASES`` can move its controls — that only re-previews, never launches),
-    plus the button, the worker thread and the last result."""
-    widget: Any
-    controls: dict
-    update: Callable[[], None]
-    message: Any = None
-    errors: list = field(default_factory=list)
-    last_message: str = ""
+class RunPanel(Canvas):
+    """A built run panel: a :class:`pplab.widgets.Canvas` (so the headless tests that walk
+    ``CANVASES`` can move its controls — that only re-previews, never launches), plus the
+    button, the worker thread and the last result."""
     button: Any = None
     status: Any = None
     image: Any = None
@@ -190,10 +184,6 @@ class RunPanel:
     result_message: str = ""
     progress_lines: list = field(default_factory=list)
     run_kw: dict = field(default_factory=dict)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
 
     def click(self) -> None:
         """What the button does (tests call it, then ``join()``)."""

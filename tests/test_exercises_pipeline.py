@@ -4,7 +4,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from pplab.exercises.pipeline import (PARTITION_CASES, check_balanced_partition,
                                       check_hand_written_1f1b, check_real_run,
@@ -15,36 +14,14 @@ ROOT = Path(__file__).resolve().parents[1]
 NAME = "04_real_pipeline.ipynb"
 
 
-def _run(path, allow_errors):
-    nb = nbformat.read(path, as_version=4)
-    for c in nb.cells:
-        if c.cell_type == "code" and c.source.startswith("# NBVAL_SKIP"):
-            c.source = ""
-    NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=allow_errors,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return nb
 
 
-def _graders(nb):
-    return [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("check_")]
 
 
-def test_solution_passes_every_grader():
-    graders = _graders(_run(ROOT / "solutions" / NAME, allow_errors=False))
-    assert len(graders) == 3
-    for c in graders:
-        assert "✓" in "".join(o.get("text", "") for o in c.outputs), c.source
 
 
-def test_unsolved_exercise_fails_every_grader():
-    nb = _run(ROOT / "exercises" / NAME, allow_errors=True)
-    graders = _graders(nb)
-    assert len(graders) == 3
-    for c in graders:
-        errs = [o for o in c.outputs if o.get("output_type") == "error"]
-        assert errs and errs[0]["ename"] in ("AssertionError", "NameError"), c.source
-    assert sum(c.source.count("raise NotImplementedError") for c in nb.cells
-               if c.cell_type == "code") == 3
+def test_real_run_cells_are_skipped_by_nbval():
+    """The exercise's torchrun cell must never run under nbval (CI has 2 cores and no GPU)."""
     raw = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
     skip = [c for c in raw.cells if "run_schedule(" in c.source]
     assert skip and all(c.source.startswith("# NBVAL_SKIP") for c in skip)

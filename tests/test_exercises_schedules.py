@@ -1,56 +1,25 @@
 """Exercise 02: the solution passes every grader, the unsolved exercise fails every grader cell,
 and the graders reject typical wrong answers. (Build drift and idempotence for all solutions
 are covered by tests/test_exercises.py's build(check=True) test.)"""
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from pplab.exercises.schedules import (check_fixed_schedule, check_layer_placement,
                                        check_p2p_messages, check_split_backward_schedule)
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import build_exercises  # noqa: E402
-
-NAME = "02_schedules.ipynb"
 
 
-def _run(path, allow_errors):
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=allow_errors,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return nb
 
 
-def _graders(nb):
-    return [c for c in nb.cells if c.cell_type == "code" and c.source.lstrip().startswith("check_")]
 
 
-def test_solution_passes_every_grader():
-    graders = _graders(_run(ROOT / "solutions" / NAME, allow_errors=False))
-    assert len(graders) == 4
-    for c in graders:
-        assert "✓" in "".join(o.get("text", "") for o in c.outputs), c.source
 
 
-def test_unsolved_exercise_fails_every_grader():
-    nb = _run(ROOT / "exercises" / NAME, allow_errors=True)
-    graders = _graders(nb)
-    assert len(graders) == 4
-    for c in graders:
-        errs = [o for o in c.outputs if o.get("output_type") == "error"]
-        assert errs and errs[0]["ename"] in ("AssertionError", "NameError"), c.source
-    assert not any("BEGIN SOLUTION" in c.source for c in nb.cells)
-    assert sum(c.source.count("raise NotImplementedError") for c in nb.cells
-               if c.cell_type == "code") == 4
 
 
-def test_exercise_02_is_up_to_date():
-    changed = build_exercises.build(check=True)
-    assert not [p for p in changed if p.name == NAME], changed
+
 
 
 def test_graders_reject_wrong_answers():

@@ -10,9 +10,20 @@ from __future__ import annotations
 from .bubble import (check_bubble_formulas, check_inflight, check_one_f_one_b_rank,
                      check_text_schedule)
 from .memory import check_layer_activations, check_layout, check_peak_1f1b, check_zero_bytes
+from .pipeline import (check_balanced_partition, check_hand_written_1f1b, check_real_run,
+                       check_send_recv_plan)
 from .schedules import (check_fixed_schedule, check_layer_placement, check_p2p_messages,
                         check_split_backward_schedule)
 
-__all__ = ["check_bubble_formulas", "check_one_f_one_b_rank", "check_inflight",
-           "check_text_schedule"]
-from .pipeline import check_balanced_partition, check_hand_written_1f1b, check_real_run, check_send_recv_plan
+__all__ = [
+    # exercise 01: bubble and 1F1B
+    "check_bubble_formulas", "check_one_f_one_b_rank", "check_inflight", "check_text_schedule",
+    # exercise 02: schedules
+    "check_layer_placement", "check_split_backward_schedule", "check_fixed_schedule",
+    "check_p2p_messages",
+    # exercise 03: memory
+    "check_zero_bytes", "check_layer_activations", "check_peak_1f1b", "check_layout",
+    # exercise 04: a real pipeline
+    "check_balanced_partition", "check_send_recv_plan", "check_hand_written_1f1b",
+    "check_real_run",
+]

@@ -117,10 +117,9 @@ def check_inflight(inflight_peak: Callable[[Sequence[str]], int],
     return True
 
 
-def check_text_schedule(rows: Sequence[str], P: int, M: int,
-                        max_bubble_of_ideal: float | None = None) -> bool:
-    """A hand-written schedule must parse, have P ranks and M microbatches, validate (complete,
-    deadlock-free) and, if given, keep its simulated bubble ÷ ideal at or under the target."""
+def student_schedule(rows: Sequence[str], P: int, M: int) -> Schedule:
+    """Parse a student's per-rank action text (one stage per rank) and validate it; any
+    problem becomes an AssertionError that says what to fix."""
     from ..validate import ScheduleError, validate
     if rows is None or rows is Ellipsis:
         _fail("write your schedule first: one string of actions per rank")
@@ -134,6 +133,14 @@ def check_text_schedule(rows: Sequence[str], P: int, M: int,
         validate(sched)
     except (ScheduleError, ValueError) as e:
         _fail(f"your schedule does not validate: {e}")
+    return sched
+
+
+def check_text_schedule(rows: Sequence[str], P: int, M: int,
+                        max_bubble_of_ideal: float | None = None) -> bool:
+    """A hand-written schedule must parse, have P ranks and M microbatches, validate (complete,
+    deadlock-free) and, if given, keep its simulated bubble ÷ ideal at or under the target."""
+    sched = student_schedule(rows, P, M)
     tl = simulate(sched)
     if max_bubble_of_ideal is not None and tl.bubble_ratio > max_bubble_of_ideal + 1e-9:
         _fail(f"your schedule validates, but its bubble is {tl.bubble_ratio:.1%} of the ideal "

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
-from ..ir import Schedule
 from ..partition import stage_layers
 from ..schedules import make_schedule
 from ..simulate import Costs, simulate
 from ..timeline import peak_inflight
-from .bubble import _call, _fail
+from .bubble import _call, _fail, student_schedule
 
 #: (L, P, V) cases for layer placement: remainders, V=1, P=1, the notebook's own example
 PLACEMENT_CASES = [(32, 4, 2), (8, 1, 2), (12, 3, 1), (10, 2, 2), (30, 4, 2), (24, 4, 3),
@@ -69,17 +68,6 @@ def _rows(rows, P):
     return rows
 
 
-def _build(rows, P, M) -> Schedule:
-    from ..validate import ScheduleError, validate
-    try:
-        sched = Schedule.from_text(rows, stage_to_rank=list(range(P)), num_microbatches=M,
-                                   name="yours")
-        validate(sched)
-    except (ScheduleError, ValueError) as e:
-        _fail(f"your schedule does not validate: {e}")
-    return sched
-
-
 def check_split_backward_schedule(rows, P: int = 2, M: int = 4,
                                   max_bubble_of_ideal: float = 0.10,
                                   max_peak: int | None = None) -> bool:
@@ -87,7 +75,7 @@ def check_split_backward_schedule(rows, P: int = 2, M: int = 4,
     must validate, keep bubble ÷ ideal ≤ the target and hold at most ``max_peak`` (default
     P, 1F1B's rank 0) microbatches on any rank."""
     rows = _rows(rows, P)
-    sched = _build(rows, P, M)
+    sched = student_schedule(rows, P, M)
     max_peak = P if max_peak is None else max_peak
     tl = simulate(sched, SPLIT_COSTS)
     ref = simulate(make_schedule("1f1b", P, M), SPLIT_COSTS)
@@ -116,7 +104,7 @@ def check_fixed_schedule(rows, broken: Sequence[str], P: int, M: int) -> bool:
         if a != b:
             _fail(f"rank {r} must run the same actions as before, only in another order: "
                   f"missing {sorted((b - a).elements())}, extra {sorted((a - b).elements())}")
-    sched = _build(rows, P, M)
+    sched = student_schedule(rows, P, M)
     tl = simulate(sched)
     print(f"fixed: validates; makespan {tl.makespan:g}, peak in-flight {tl.peak_inflight} ✓")
     return True
