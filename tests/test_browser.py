@@ -40,12 +40,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _blank_skipped_cells(folder: Path) -> None:
+    """In the served copies, empty the cells nbval skips (code that launches real jobs), so
+    "run all" prepares the page and only the run panel's button launches anything."""
+    import nbformat
+    for path in folder.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.source.startswith("# NBVAL_SKIP"):
+                cell.source = ""
+        nbformat.write(nb, path)
+
+
 @pytest.fixture(scope="module")
 def lab():
     """A throw-away JupyterLab on 127.0.0.1 serving a copy of notebooks/ (the browser may
     save files); no user settings, no autosave; stopped and cleaned up afterwards."""
     state = Path(tempfile.mkdtemp(prefix="pplab-browser-"))
     shutil.copytree(ROOT / "notebooks", state / "nb")
+    _blank_skipped_cells(state / "nb")
     for rel, content in {
         "apputils-extension/notification.jupyterlab-settings":
             {"fetchNews": "false", "checkForUpdates": False},
@@ -193,3 +206,28 @@ def test_sweep_P_slider_no_traceback(page, lab):
     out = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
                         "print(sum(len(c.errors) for c in C))")
     assert out.strip() == "0"
+
+
+def test_run_panel_button_runs_a_real_job(page, lab):
+    """The welcome page's "Run for real" button, clicked in the browser, launches torchrun
+    from the kernel and shows measured-over-simulated with the gradient check."""
+    panel = open_and_run(page, lab, "00_setup_and_first_run.ipynb")
+    button = panel.locator("button", has_text="Run for real")
+    button.scroll_into_view_if_needed()
+    assert button.is_enabled()
+    button.click()
+    pid = panel.get_attribute("id")
+    page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
+                              .includes('finished in')""", arg=pid, timeout=240_000)
+    text = panel.inner_text()
+    assert "✓ matches" in text and "measured: makespan" in text and "simulated with the same" in text
+    assert panel.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    page.wait_for_function("""(id) => { const b = [...document.querySelectorAll(`[id='${id}'] button`)]
+                              .find(x => x.innerText.includes('Run for real'));
+                              return b && !b.disabled; }""", arg=pid, timeout=30_000)
+    img = panel.locator(".widget-image").first
+    assert img.evaluate("el => el.complete && el.naturalWidth > 0")
+    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+                          "p = [x for x in C if hasattr(x, 'button')][0]\n"
+                          "print(p.result.grad_max_rel_error < 1e-5, p.result.backend, p.errors)")
+    assert state.split() == ["True", "gloo", "[]"]
