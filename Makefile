@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: lab test test-fast bench clean
+.PHONY: lab test bench bench-runtime clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,11 +25,12 @@ test: $(STAMP)
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
 
-test-fast: $(STAMP)
-	$(PY) -m pytest tests -m "not slow"
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_simulator.py
+
+bench-runtime: $(STAMP)
+	$(PY) benchmarks/bench_runtime_vs_torch.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
