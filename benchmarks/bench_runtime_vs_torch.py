@@ -1,6 +1,7 @@
 """pplab's runtime against torch.distributed.pipelining: same model, P, M, schedule, data.
 
-    .venv/bin/python benchmarks/bench_runtime_vs_torch.py --schedule 1f1b -P 2 -M 8 --steps 6
+    .venv/bin/python benchmarks/bench_runtime_vs_torch.py                 # every schedule, P=2, M=8
+    .venv/bin/python benchmarks/bench_runtime_vs_torch.py --schedule 1f1b -P 4 --steps 6
 
 Prints the median step time of each (after one warm-up step), the ratio pplab ÷ torch, the
 gradient error of each against the single-process reference, and where torch's per-rank order
@@ -162,9 +163,40 @@ def recompute_overhead(M: int = 8, repeats: int = 7) -> None:
               f"{b / 1e6:6.2f} MB ({(b / base_b - 1) * 100:+5.1f} %)")
 
 
+def compare(name: str, P: int, M: int, V, steps: int):
+    """Run one schedule under both runtimes; print times, gradient errors, order differences."""
+    from pplab.runtime import run_schedule
+    from pplab.schedules import make_schedule
+    sched = make_schedule(name, P, M, V)
+    # pplab: no optimizer effect on timing worth noting (SGD step is in the step time)
+    res = run_schedule(sched, steps=steps, timeout=600)
+    tor = run_torch(name, P, M, V, steps)
+    t_pp = res.step_time_s
+    t_to = statistics.median(tor["times"][1:] if len(tor["times"]) > 1 else tor["times"])
+    print(f"\nschedule {name} P={P} M={M} V={sched.V} ({res.backend}, {res.device})")
+    print(f"pplab  median step {t_pp * 1e3:8.2f} ms   grad max rel error {res.grad_max_rel_error:.2e}")
+    print(f"torch  median step {t_to * 1e3:8.2f} ms   grad max rel error {tor['grad_err']:.2e}")
+    print(f"ratio pplab / torch = {t_pp / t_to:.2f}")
+    same = res.grad_max_rel_error <= 1e-5 and tor["grad_err"] <= 1e-5
+    print(f"both match the single-process gradients: {same}")
+    if not tor["order"] or not any(tor["order"].values()):
+        print("torch exposes no pipeline_order for this (single-stage) schedule class")
+    else:
+        for r in range(P):
+            mine = sched.rank_texts()[r]
+            theirs = tor["order"].get(str(r), [])  # JSON keys are strings
+            if mine == theirs:
+                print(f"rank {r}: same order")
+            else:
+                print(f"rank {r}: pplab {' '.join(mine)}")
+                print(f"rank {r}: torch {' '.join(theirs)}")
+    return name, t_pp, t_to, same
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--schedule", default="1f1b", choices=sorted(TORCH_CLASSES))
+    ap.add_argument("--schedule", default="all", choices=["all", *sorted(TORCH_CLASSES)],
+                    help="one schedule, or all that torch provides (default)")
     ap.add_argument("-P", type=int, default=2)
     ap.add_argument("-M", type=int, default=8)
     ap.add_argument("-V", type=int, default=None)
@@ -179,31 +211,14 @@ def main() -> int:
     if a.torch_worker:
         torch_worker(a.torch_worker)
         return 0
-    from pplab.runtime import run_schedule
-    from pplab.schedules import make_schedule
-    sched = make_schedule(a.schedule, a.P, a.M, a.V)
-    # pplab: no optimizer effect on timing worth noting (SGD step is in the step time)
-    res = run_schedule(sched, steps=a.steps, timeout=600)
-    tor = run_torch(a.schedule, a.P, a.M, a.V, a.steps)
-    t_pp = res.step_time_s
-    t_to = statistics.median(tor["times"][1:] if len(tor["times"]) > 1 else tor["times"])
-    print(f"schedule {a.schedule} P={a.P} M={a.M} V={sched.V} ({res.backend}, {res.device})")
-    print(f"pplab  median step {t_pp * 1e3:8.2f} ms   grad max rel error {res.grad_max_rel_error:.2e}")
-    print(f"torch  median step {t_to * 1e3:8.2f} ms   grad max rel error {tor['grad_err']:.2e}")
-    print(f"ratio pplab / torch = {t_pp / t_to:.2f}")
-    same = res.grad_max_rel_error <= 1e-5 and tor["grad_err"] <= 1e-5
-    print(f"both match the single-process gradients: {same}")
-    if not tor["order"] or not any(tor["order"].values()):
-        print("torch exposes no pipeline_order for this (single-stage) schedule class")
-    else:
-        for r in range(a.P):
-            mine = sched.rank_texts()[r]
-            theirs = tor["order"].get(str(r), [])  # JSON keys are strings
-            if mine == theirs:
-                print(f"rank {r}: same order")
-            else:
-                print(f"rank {r}: pplab {' '.join(mine)}")
-                print(f"rank {r}: torch {' '.join(theirs)}")
+    names = sorted(TORCH_CLASSES) if a.schedule == "all" else [a.schedule]
+    summary = [compare(name, a.P, a.M, a.V, a.steps) for name in names]
+    if len(summary) > 1:
+        print("\nschedule      pplab ms   torch ms   pplab/torch   same gradients")
+        for name, t_pp, t_to, same in summary:
+            print(f"{name:12s} {t_pp * 1e3:9.1f} {t_to * 1e3:10.1f} {t_pp / t_to:13.2f}   {same}")
+        ratios = sorted(t_pp / t_to for _, t_pp, t_to, _ in summary)
+        print(f"median ratio {statistics.median(ratios):.2f}")
     return 0
 
 
