@@ -52,6 +52,20 @@ def simulate_or_message(schedule: str, P: int, M: int, V: int | None = None, tf=
             + f": {e}"
 
 
+def _timeline_over_panel(tl, P: int, bottom_pad: float = 0.45, hspace: float = 0.6):
+    """A figure with the timeline on top and an empty panel below it for a second plot."""
+    from matplotlib.figure import Figure
+
+    from .draw import draw_timeline
+    rows = [1.0 + 0.4 * P, 2.6]
+    fig = Figure(figsize=(10, sum(rows)))
+    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
+    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
+                        bottom=bottom_pad / sum(rows), hspace=hspace)
+    draw_timeline(tl, ax=top)
+    return fig, top, bottom
+
+
 def render(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = 1, tf=1.0, tb=2.0,
            tw=0.0, comm=0.0, fixed=0.0, draw: bool = True, inflight: bool = False):
     """Simulate and draw one schedule. Returns ``(Figure or None, message)``.
@@ -68,13 +82,7 @@ def render(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = 1, tf
     from .draw import draw_inflight, draw_timeline
     if not inflight:
         return draw_timeline(tl), msg
-    from matplotlib.figure import Figure
-    rows = [1.0 + 0.4 * P, 2.6]
-    fig = Figure(figsize=(10, sum(rows)))
-    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
-    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
-                        bottom=0.45 / sum(rows), hspace=0.6)
-    draw_timeline(tl, ax=top)
+    fig, _, bottom = _timeline_over_panel(tl, P)
     draw_inflight(tl, ax=bottom)
     return fig, msg
 
@@ -334,15 +342,7 @@ def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
                 f"(makespan {best_t:.4g})")
     if not draw:
         return None, msg
-    from matplotlib.figure import Figure
-
-    from .draw import draw_timeline
-    rows = [1.0 + 0.4 * P, 2.6]
-    fig = Figure(figsize=(10, sum(rows)))
-    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
-    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
-                        bottom=0.5 / sum(rows), hspace=0.7)
-    draw_timeline(tl, ax=top)
+    fig, top, bottom = _timeline_over_panel(tl, P, bottom_pad=0.5, hspace=0.7)
     xs = [v for v, _ in ok]
     bottom.plot(xs, [t for _, t in ok], "o-", color="#0072B2", label=f"comm={float(comm):g}")
     if curve and float(comm) != 0.0:
