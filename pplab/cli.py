@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # subcommand -> module defining add_arguments(parser) and main(args) -> int
@@ -52,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:  # invalid P/M/V/layers etc.: the library's message is the answer
         print(f"pplab: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `pplab simulate ... --json | head`: the reader left early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -69,3 +69,11 @@ def test_plot_writes_png(tmp_path, capsys):
     assert main(["simulate", "-s", "dualpipe", "-P", "4", "-M", "8", "--tw", "1", "--plot",
                  str(path)]) == 0
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+
+
+def test_closed_pipe_is_not_a_traceback():
+    """`pplab simulate ... --json | head -c 100` must not print a BrokenPipeError traceback."""
+    r = subprocess.run(f"{sys.executable} -m pplab.cli simulate -s 1f1b -P 8 -M 64 --json "
+                       "| head -c 100 > /dev/null", shell=True, capture_output=True, text=True,
+                       timeout=60)
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
