@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ..ir import Schedule
 from ..partition import stage_layers
-from ..timeline import inflight_profile
 from . import activations as act
+from .accounting import peak_weighted
 from .model_spec import ModelSpec
 
 
@@ -40,4 +40,4 @@ def predict_saved_bytes(schedule: Schedule, model_spec: ModelSpec, microbatch_si
             w[st] += first_extra_bytes
         if schedule.is_last(st):
             w[st] += last_extra_bytes
-    return [max(inflight_profile(ops, w), default=0.0) for ops in schedule.ranks]
+    return peak_weighted(schedule, w)
