@@ -255,6 +255,23 @@ def _diagnose(tmp: str, output: str, schedule: Schedule | None, timed_out: bool,
     return "; ".join(lines)
 
 
+def check_nodes(P: int, nnodes: int, node_rank: int, rdzv_endpoint: str | None) -> None:
+    """Multi-node arguments: every node starts P / nnodes ranks and meets at node 0's endpoint."""
+    if nnodes < 1:
+        raise ValueError(f"nnodes must be ≥ 1, got {nnodes}")
+    if not 0 <= node_rank < nnodes:
+        raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, got {node_rank}")
+    if P % nnodes:
+        raise ValueError(f"P={P} ranks cannot be split evenly over {nnodes} nodes; "
+                         f"use a P that is a multiple of {nnodes}")
+    if nnodes == 1:
+        return
+    host, _, port = (rdzv_endpoint or "").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("multi-node runs need rdzv_endpoint HOST:PORT on node 0, reachable by "
+                         f"all nodes (e.g. 10.0.0.1:29500), got {rdzv_endpoint!r}")
+
+
 class _PortTaken(RunError):
     pass
 
@@ -283,12 +300,13 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
     job_path = os.path.join(tmp, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
+    check_nodes(P, nnodes, node_rank, rdzv_endpoint)
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P // nnodes}",
            f"--nnodes={nnodes}", "--max-restarts=0", "--monitor-interval=0.1"]
     if nnodes > 1:
-        if not rdzv_endpoint:
-            raise ValueError("multi-node runs need rdzv_endpoint HOST:PORT reachable by all nodes")
-        cmd += ["--rdzv-backend=c10d", f"--rdzv-endpoint={rdzv_endpoint}", "--rdzv-id=pplab",
+        # static rendezvous: --node-rank is honoured (c10d would rank nodes by arrival), so
+        # global rank = node_rank * (P / nnodes) + local rank and stage 0 lives on node 0
+        cmd += ["--rdzv-backend=static", f"--rdzv-endpoint={rdzv_endpoint}",
                 f"--node-rank={node_rank}"]
     else:
         cmd += ["--master-addr=127.0.0.1", f"--master-port={_free_port()}"]
@@ -327,6 +345,10 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
                 and not any(n.startswith("rank") for n in os.listdir(tmp)):
             raise _PortTaken("the rendezvous port was taken")
         msg = _diagnose(tmp, output, schedule, timed_out, timeout)
+        if nnodes > 1:
+            msg += (f"; this is node {node_rank} of {nnodes} (ranks {node_rank * (P // nnodes)}–"
+                    f"{(node_rank + 1) * (P // nnodes) - 1}): a rank on another node reports "
+                    "its own cause in that node's output")
         if left:
             msg += f"; processes still alive after cleanup: {left}"
         raise RunError(msg + f" (logs: {tmp})")
@@ -387,8 +409,13 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
     keywords go to RunConfig (seed, optimizer, lr, control, fault, save_checkpoint,
     load_checkpoint, check). Raises ValueError for bad arguments and RunError naming the
     rank and cause when a run fails, deadlocks or exceeds ``timeout`` seconds.
+
+    Several nodes: call it on every node with the same arguments, ``nnodes``, that node's
+    ``node_rank`` and node 0's ``rdzv_endpoint`` (HOST:PORT); each node starts P / nnodes
+    ranks, and every node gets the same RunResult back.
     """
     schedule = resolve_schedule(schedule_or_name, P, M, V)
+    check_nodes(schedule.P, nnodes, node_rank, rdzv_endpoint)
     cfg = config or RunConfig()
     cfg = replace(cfg, steps=steps, emulate=emulate, recompute=recompute,
                   model=model or cfg.model, device=device, **config_kw)

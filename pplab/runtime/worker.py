@@ -542,7 +542,7 @@ def _rel_error(grads: dict, ref: dict) -> tuple[float, str]:
 
 
 def _do_run(run: dict, rank: int, world: int, device, wd: Watchdog, offset: float,
-            progress) -> None:
+            progress, writes_results: bool) -> None:
     runner = RankRunner(run, rank, world, device, wd, offset)
     steps = int(run.get("steps", 2))
     runner.steps_done = 0
@@ -572,6 +572,7 @@ def _do_run(run: dict, rank: int, world: int, device, wd: Watchdog, offset: floa
                      f"({out['step_time'] * 1e3:.1f} ms)")
     if run.get("save_checkpoint"):
         runner.save(run["save_checkpoint"])
+    result = None
     if rank == 0:
         s = runner.sched
         warm = times[1:] if len(times) > 1 else times
@@ -585,6 +586,11 @@ def _do_run(run: dict, rank: int, world: int, device, wd: Watchdog, offset: floa
             "cuda_peak_bytes": (None if not last or last[0]["cuda_peak"] is None
                                 else [g["cuda_peak"] for g in last]),
         }
+    if world > 1:   # every node's launcher returns the same result, not only rank 0's host
+        box = [result]
+        dist.broadcast_object_list(box, src=0)
+        result = box[0]
+    if writes_results:
         _write_json(run["result"], result)
 
 
@@ -643,11 +649,11 @@ def main(argv=None) -> int:
                                 **({"device_id": device} if backend == "nccl" else {}))
         wd.done()
         offset = _clock_offsets(rank, world)
-        if rank == 0:
+        if local_rank == 0:   # one writer per node: each node's launcher reads its own files
             _write_json(job["info"], {"backend": backend, "device": str(device), "note": note,
                                       "world": world})
         for run in job["runs"]:
-            _do_run(run, rank, world, device, wd, offset, progress)
+            _do_run(run, rank, world, device, wd, offset, progress, writes_results=local_rank == 0)
         wd.waiting("in the final barrier")
         dist.barrier()
         wd.done()
