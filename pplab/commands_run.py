@@ -24,9 +24,11 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="whole-job timeout, seconds")
     p.add_argument("--comm-timeout", type=float, default=None,
                    help="seconds a rank may wait on one receive before it is declared stuck")
-    p.add_argument("--nnodes", type=int, default=1)
-    p.add_argument("--node-rank", type=int, default=0)
-    p.add_argument("--rdzv-endpoint", default=None, help="HOST:PORT for multi-node runs")
+    p.add_argument("--nnodes", type=int, default=1,
+                   help="nodes; run the same command on each, P/nnodes ranks per node")
+    p.add_argument("--node-rank", type=int, default=0, help="this node's index, 0..nnodes-1")
+    p.add_argument("--rdzv-endpoint", default=None,
+                   help="node 0's HOST:PORT, reachable by all nodes (multi-node runs)")
     p.add_argument("--save-checkpoint", default=None, metavar="DIR")
     p.add_argument("--load-checkpoint", default=None, metavar="DIR")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
