@@ -163,20 +163,33 @@ def recompute_overhead(M: int = 8, repeats: int = 7) -> None:
               f"{b / 1e6:6.2f} MB ({(b / base_b - 1) * 100:+5.1f} %)")
 
 
-def compare(name: str, P: int, M: int, V, steps: int):
-    """Run one schedule under both runtimes; print times, gradient errors, order differences."""
+def compare(name: str, P: int, M: int, V, steps: int, repeats: int):
+    """Run one schedule under both runtimes ``repeats`` times, alternating which goes first
+    (drift on a shared machine hits both alike); print medians, the median of the per-repeat
+    ratios, gradient errors and order differences."""
     from pplab.runtime import run_schedule
     from pplab.schedules import make_schedule
     sched = make_schedule(name, P, M, V)
-    # pplab: no optimizer effect on timing worth noting (SGD step is in the step time)
-    res = run_schedule(sched, steps=steps, timeout=600)
-    tor = run_torch(name, P, M, V, steps)
-    t_pp = res.step_time_s
-    t_to = statistics.median(tor["times"][1:] if len(tor["times"]) > 1 else tor["times"])
-    print(f"\nschedule {name} P={P} M={M} V={sched.V} ({res.backend}, {res.device})")
+    pp_times, to_times, ratios = [], [], []
+    for k in range(repeats):
+        runs = {}
+        for side in (("pplab", "torch") if k % 2 == 0 else ("torch", "pplab")):
+            if side == "pplab":   # the SGD step is inside pplab's step time; torch runs none
+                runs[side] = run_schedule(sched, steps=steps, timeout=600)
+            else:
+                runs[side] = run_torch(name, P, M, V, steps)
+        res, tor = runs["pplab"], runs["torch"]
+        t_pp = res.step_time_s
+        t_to = statistics.median(tor["times"][1:] if len(tor["times"]) > 1 else tor["times"])
+        pp_times.append(t_pp)
+        to_times.append(t_to)
+        ratios.append(t_pp / t_to)
+    t_pp, t_to, ratio = (statistics.median(x) for x in (pp_times, to_times, ratios))
+    print(f"\nschedule {name} P={P} M={M} V={sched.V} ({res.backend}, {res.device}), "
+          f"{repeats} alternating repeats of {steps} steps")
     print(f"pplab  median step {t_pp * 1e3:8.2f} ms   grad max rel error {res.grad_max_rel_error:.2e}")
     print(f"torch  median step {t_to * 1e3:8.2f} ms   grad max rel error {tor['grad_err']:.2e}")
-    print(f"ratio pplab / torch = {t_pp / t_to:.2f}")
+    print(f"ratio pplab / torch = {ratio:.2f} (median of {', '.join(f'{r:.2f}' for r in ratios)})")
     same = res.grad_max_rel_error <= 1e-5 and tor["grad_err"] <= 1e-5
     print(f"both match the single-process gradients: {same}")
     if not tor["order"] or not any(tor["order"].values()):
@@ -190,7 +203,7 @@ def compare(name: str, P: int, M: int, V, steps: int):
             else:
                 print(f"rank {r}: pplab {' '.join(mine)}")
                 print(f"rank {r}: torch {' '.join(theirs)}")
-    return name, t_pp, t_to, same
+    return name, t_pp, t_to, ratio, same
 
 
 def main() -> int:
@@ -201,6 +214,8 @@ def main() -> int:
     ap.add_argument("-M", type=int, default=8)
     ap.add_argument("-V", type=int, default=None)
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="alternating pplab/torch launches per schedule; the ratio is their median")
     ap.add_argument("--torch-worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--recompute-overhead", action="store_true",
                     help="only measure activation recomputation (in one process) and exit")
@@ -212,12 +227,12 @@ def main() -> int:
         torch_worker(a.torch_worker)
         return 0
     names = sorted(TORCH_CLASSES) if a.schedule == "all" else [a.schedule]
-    summary = [compare(name, a.P, a.M, a.V, a.steps) for name in names]
+    summary = [compare(name, a.P, a.M, a.V, a.steps, a.repeats) for name in names]
     if len(summary) > 1:
         print("\nschedule      pplab ms   torch ms   pplab/torch   same gradients")
-        for name, t_pp, t_to, same in summary:
-            print(f"{name:12s} {t_pp * 1e3:9.1f} {t_to * 1e3:10.1f} {t_pp / t_to:13.2f}   {same}")
-        ratios = sorted(t_pp / t_to for _, t_pp, t_to, _ in summary)
+        for name, t_pp, t_to, ratio, same in summary:
+            print(f"{name:12s} {t_pp * 1e3:9.1f} {t_to * 1e3:10.1f} {ratio:13.2f}   {same}")
+        ratios = sorted(ratio for _, _, _, ratio, _ in summary)
         print(f"median ratio {statistics.median(ratios):.2f}")
     return 0
 

@@ -7,6 +7,7 @@ waits for when a receive takes too long and ends the rank after the communicatio
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -149,6 +150,10 @@ class _Holder:
     def __del__(self):
         if self.tracker is not None:
             self.tracker._remove(self.ptr)
+
+
+def _untracked(t: torch.Tensor) -> _Holder:
+    return _Holder(None, 0, t)
 
 
 # ---- the schedule executor -----------------------------------------------------------------
@@ -305,7 +310,7 @@ class RankRunner:
         else:
             x = self._get("act", st, mb, str(a), idx).requires_grad_()
         mod = self.modules[st]
-        with self.tracker.hooks():
+        with self.tracker.hooks() if self.tracking else contextlib.nullcontext():
             out = mod(x, targets.to(self.device)) if s.is_last(st) else mod(x)
         if s.is_last(st):
             self.loss_sum += out.detach().float() / self.M
@@ -342,7 +347,7 @@ class RankRunner:
             # so the graph is freed now and W is just the weight matmuls
             queue: list = []
             inputs = ([] if s.is_first(st) else [x]) + self.other_params[st]
-            _Defer.queue, _Defer.wrap = queue, self.tracker.holder
+            _Defer.queue, _Defer.wrap = queue, (self.tracker.holder if self.tracking else _untracked)
             try:
                 torch.autograd.backward(out, g, inputs=inputs)
             finally:
@@ -430,15 +435,19 @@ class RankRunner:
                 p.grad.copy_(total[off:off + n].view_as(p))
                 off += n
 
-    def step(self, step_no: int) -> dict:
+    def step(self, step_no: int, track_memory: bool = True) -> dict:
+        """One training step. ``track_memory``: count saved-for-backward bytes with autograd
+        hooks. Their Python cost (~10 % of a tiny model's step) would distort step times, so
+        the runner tracks on the warm-up step only; the bytes are the same every step."""
         s = self.sched
+        self.tracking = track_memory
         self.batch = make_batch(self.cfg, self.M, self.seed, self.start_step + step_no)
         self.saved, self.pending_w, self.local, self.sends, self.outbox = {}, {}, {}, [], []
         self.loss_sum = torch.zeros((), device=self.device)
         self.tracker.reset_peak()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        _Tracked.track = self.tracker.track
+        _Tracked.track = self.tracker.track if track_memory else None
         dist.barrier()
         t_start = now()
         self.recvs = self._post_receives()
@@ -478,7 +487,7 @@ class RankRunner:
         dist.all_reduce(self.loss_sum)
         t_ops = now()
         _Tracked.track = None
-        peak_saved = self.tracker.peak
+        peak_saved = self.tracker.peak if track_memory else None
         cuda_peak = (torch.cuda.max_memory_allocated(self.device)
                      if self.device.type == "cuda" else None)
         grads = None
@@ -547,9 +556,9 @@ def _do_run(run: dict, rank: int, world: int, device, wd: Watchdog, offset: floa
     steps = int(run.get("steps", 2))
     runner.steps_done = 0
     losses, ref_losses, errors, worst, times = [], [], [], [], []
-    last = None
+    last = first = None
     for k in range(steps):
-        out = runner.step(k)
+        out = runner.step(k, track_memory=k == 0)   # step 0 is the warm-up, left out of timing
         runner.steps_done = k + 1
         gathered = [None] * world if rank == 0 else None
         dist.gather_object({"grads": out["grads"], "events": out["events"],
@@ -568,6 +577,7 @@ def _do_run(run: dict, rank: int, world: int, device, wd: Watchdog, offset: floa
                 errors.append(e)
                 worst.append(n)
             last = gathered
+            first = first or gathered
             progress(f"{run['schedule']['name']}: step {k + 1}/{steps} loss {out['loss']:.6f} "
                      f"({out['step_time'] * 1e3:.1f} ms)")
     if run.get("save_checkpoint"):
@@ -582,7 +592,7 @@ def _do_run(run: dict, rank: int, world: int, device, wd: Watchdog, offset: floa
             "worst_parameter": worst, "step_times": times,
             "step_time_s": statistics.median(warm) if warm else None,
             "events": [e for g in (last or []) for e in g["events"]],
-            "peak_saved_bytes": [g["peak_saved"] for g in (last or [])],
+            "peak_saved_bytes": [g["peak_saved"] for g in (first or [])],
             "cuda_peak_bytes": (None if not last or last[0]["cuda_peak"] is None
                                 else [g["cuda_peak"] for g in last]),
         }
