@@ -604,7 +604,7 @@ def _do_run(run: dict, rank: int, world: int, device, wd: Watchdog, offset: floa
         _write_json(run["result"], result)
 
 
-def _clock_offsets(rank: int, world: int) -> float:
+def _clock_offsets(rank: int, world: int, device: torch.device) -> float:
     """Offset to subtract from this rank's perf_counter so all ranks share rank 0's clock.
 
     On one host perf_counter is CLOCK_MONOTONIC, shared by all processes: offset 0. Across
@@ -617,8 +617,8 @@ def _clock_offsets(rank: int, world: int) -> float:
     diffs = []
     for _ in range(5):
         dist.barrier()
-        t = torch.tensor([now()], dtype=torch.float64)
-        ts = [torch.zeros(1, dtype=torch.float64) for _ in range(world)]
+        t = torch.tensor([now()], dtype=torch.float64, device=device)   # NCCL: CUDA tensors
+        ts = [torch.zeros(1, dtype=torch.float64, device=device) for _ in range(world)]
         dist.all_gather(ts, t)
         diffs.append(float(ts[rank] - ts[0]))
     return statistics.median(diffs)
@@ -658,7 +658,7 @@ def main(argv=None) -> int:
         dist.init_process_group(backend, timeout=timedelta(seconds=float(job.get("comm_timeout", 30)) + 30),
                                 **({"device_id": device} if backend == "nccl" else {}))
         wd.done()
-        offset = _clock_offsets(rank, world)
+        offset = _clock_offsets(rank, world, device)
         if local_rank == 0:   # one writer per node: each node's launcher reads its own files
             _write_json(job["info"], {"backend": backend, "device": str(device), "note": note,
                                       "world": world})
