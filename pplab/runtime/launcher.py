@@ -45,8 +45,9 @@ class RunConfig:
     optimizer: str = "sgd"               # sgd (momentum 0.9) | adam
     lr: float = 0.05
     device: str = "auto"                 # auto | cpu | cuda
+    comm: str = "auto"                   # auto | up-front (gloo's) | in-order (NCCL's)
     check: bool = True                   # compare with a single-process reference on rank 0
-    control: str | None = None           # negative controls: "seed" | "drop"
+    control: str | None = None           # negative controls: "seed" | "drop" | "misorder"
     fault: dict | None = None            # tests: {"rank": r, "op": i, "kind": "raise"|"kill"}
     save_checkpoint: str | None = None
     load_checkpoint: str | None = None
@@ -61,6 +62,12 @@ class RunConfig:
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.comm not in ("auto", "up-front", "in-order"):
+            raise ValueError(f"comm must be auto, up-front or in-order, got {self.comm!r}")
+        if self.control not in (None, "seed", "drop", "misorder"):
+            raise ValueError(f"control must be seed, drop or misorder, got {self.control!r}")
+        if self.control == "misorder" and self.comm != "in-order":
+            raise ValueError("control='misorder' swaps in-order receives: use comm='in-order'")
         if self.emulate is not None:
             mode = self.emulate.get("mode", "add")
             if mode not in ("add", "pad"):
@@ -391,6 +398,7 @@ def _run_dict(schedule: Schedule, cfg: RunConfig) -> dict:
     return {"schedule": _schedule_dict(schedule), "model": cfg.model.to_dict(),
             "seed": cfg.seed, "steps": cfg.steps, "emulate": cfg.emulate,
             "recompute": cfg.recompute, "optimizer": cfg.optimizer, "lr": cfg.lr,
+            "comm": cfg.comm,
             "check": cfg.check, "control": cfg.control, "fault": cfg.fault,
             "save_checkpoint": cfg.save_checkpoint, "load_checkpoint": cfg.load_checkpoint}
 

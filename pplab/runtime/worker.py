@@ -21,6 +21,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from ..comm_order import in_order_plan
 from ..ir import Action, Schedule, parse_op
 from ..simulate import Costs
 from . import checkpoint as ckpt
@@ -196,6 +197,14 @@ class RankRunner:
         for r, step, op in s.actions():
             for a in op.parts:
                 self.owner[a] = (r, step)
+        # "up-front": post every receive at the step's start, match by tag (gloo). "in-order":
+        # post sends and receives in one global order, tags unused (NCCL; see comm_order.py)
+        comm = run.get("comm", "auto")
+        if comm == "auto":
+            comm = "in-order" if device.type == "cuda" else "up-front"
+        self.plan = in_order_plan(s)[rank] if comm == "in-order" else None
+        if run.get("control") == "misorder":
+            self._misorder()
         self.tracker = SavedTensorTracker()
         self.tracker.exclude = {p.untyped_storage().data_ptr() for p in all_params}
         self.start_step = 0
@@ -243,11 +252,13 @@ class RankRunner:
 
     # -- communication --
     def _tag(self, kind: str, stage: int, mb: int) -> int:
+        if self.plan is not None:
+            return 0   # in-order: matched by order alone, as NCCL does (gloo then checks it)
         return (stage * self.nmb + mb) * 2 + (0 if kind == "act" else 1)
 
     def _post_receives(self) -> dict:
-        """Every receive of the step, posted before any compute, in the sender's send order
-        (gloo matches by tag; NCCL ignores tags and matches by order per peer)."""
+        """Up-front mode (gloo): every receive of the step, posted before any compute and
+        matched by tag. NCCL would hang on this; it uses the in-order plan instead."""
         s, r = self.sched, self.rank
         plan = []
         for st in self.stages:
@@ -276,8 +287,41 @@ class RankRunner:
 
     def _flush(self) -> None:
         for kind, stage, mb, t, dst in self.outbox:
-            self._post_send(kind, stage, mb, t, dst)
+            if self.plan is None:
+                self._post_send(kind, stage, mb, t, dst)
+            else:                      # in-order: posted at its turn in the plan
+                self.made[(kind, stage, mb)] = (t, dst)
         self.outbox = []
+
+    def _misorder(self) -> None:
+        """Negative control: post this rank's second receive from a peer just before its
+        first. Both are posted in time, but the transport matches by order, so each buffer
+        gets the other microbatch's tensor."""
+        first = {}
+        for batch in self.plan:
+            for m in list(batch):
+                if m.dst != self.rank:
+                    continue
+                if m.src not in first:
+                    first[m.src] = (batch, m)
+                    continue
+                batch.remove(m)
+                home, m1 = first[m.src]
+                home.insert(home.index(m1), m)
+                return
+
+    def _post_planned(self, k: int) -> None:
+        """In-order mode: post the messages the plan puts before op ``k``, in plan order."""
+        shape = (self.cfg.microbatch_size, self.cfg.seq, self.cfg.hidden)
+        for m in self.plan[k]:
+            key = (m.kind, m.stage, m.microbatch)
+            if m.src == self.rank:
+                t, dst = self.made.pop(key)
+                self._post_send(m.kind, m.stage, m.microbatch, t, dst)
+            else:
+                buf = torch.empty(shape, dtype=self.cfg.torch_dtype, device=self.device)
+                work = dist.irecv(buf, src=m.src, tag=self._tag(*key))
+                self.recvs[key] = [work, buf, m.src, False]
 
     def _post_send(self, kind: str, stage: int, mb: int, t: torch.Tensor, dst: int) -> None:
         self.sends.append((dist.isend(t, dst=dst, tag=self._tag(kind, stage, mb)), t, dst,
@@ -404,7 +448,10 @@ class RankRunner:
                     p.grad = torch.zeros_like(p)
             mine[st] = torch.cat([p.grad.reshape(-1) for p in self.params[st]])
         base = 2 * s.num_stages * self.nmb + 2
-        for st in self.stages:
+        # by layer position, so two ranks sharing several positions agree on the order; per
+        # pair the lower rank sends first and the higher receives first, so an in-order
+        # transport (NCCL) finds each send's receive at the head of the peer's queue
+        for st in sorted(self.stages, key=s.position):
             pos = s.position(st)
             for c in range(s.copies):
                 other = c * s.stages_per_copy + pos
@@ -414,10 +461,11 @@ class RankRunner:
                 if dst == self.rank:
                     bufs[(st, other)] = mine[other]
                     continue
-                works.append(dist.isend(mine[st], dst=dst, tag=base + st))
-                buf = torch.empty_like(mine[st])
-                works.append(dist.irecv(buf, src=dst, tag=base + other))
-                bufs[(st, other)] = buf
+                buf = bufs[(st, other)] = torch.empty_like(mine[st])
+                send_first = self.rank < dst
+                for sending in (send_first, not send_first):
+                    works.append(dist.isend(mine[st], dst=dst, tag=base + st) if sending
+                                 else dist.irecv(buf, src=dst, tag=base + other))
         self.wd.waiting("while exchanging DualPipe copy gradients")
         for w in works:
             w.wait()
@@ -450,10 +498,13 @@ class RankRunner:
         _Tracked.track = self.tracker.track if track_memory else None
         dist.barrier()
         t_start = now()
-        self.recvs = self._post_receives()
+        self.made = {}
+        self.recvs = self._post_receives() if self.plan is None else {}
         events = []
         for idx, op in enumerate(s.ranks[self.rank]):
             self._fault(idx, op)
+            if self.plan is not None:
+                self._post_planned(idx)
             parts = op.parts
             t0 = None
             for a in parts:
@@ -472,9 +523,13 @@ class RankRunner:
                 if d > 0:
                     time.sleep(d)
             if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
+                # the compute stream only: a device-wide sync would also wait for this rank's
+                # pending sends, which complete only when their receivers get to them
+                torch.cuda.current_stream(self.device).synchronize()
             self._flush()
             events.append((self.rank, str(op), t0 - self.clock_offset, now() - self.clock_offset))
+        if self.plan is not None:
+            self._post_planned(len(s.ranks[self.rank]))
         for w, _, dst, what in self.sends:
             self.wd.waiting(f"at the end of the step: sending the {what} to rank {dst}")
             w.wait()
@@ -524,6 +579,8 @@ class RankRunner:
                         f"{'activation' if kind == 'act' else 'gradient'} of microbatch "
                         f"{mb} from stage {src_stage} on rank {entry[2]}")
         entry[0].wait()
+        if self.device.type == "cuda":   # NCCL's wait() only orders streams; wait for the data
+            torch.cuda.current_stream(self.device).synchronize()
         self.wd.done()
         entry[3] = True
 
