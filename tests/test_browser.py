@@ -1,4 +1,5 @@
-"""The lesson canvas in a real JupyterLab + headless Chromium (Playwright).
+"""Lesson canvases in a real JupyterLab + headless Chromium (Playwright): lesson 02's
+timeline, lesson 09's 3D configurator, lesson 00's run button.
 
 What nbval and the headless sweeps cannot show: the widget renders in the page, moving a
 slider with the keyboard redraws the figure, and an impossible combination shows its message
@@ -235,3 +236,34 @@ def test_run_panel_button_runs_a_real_job(page, lab):
                           "p = [x for x in C if hasattr(x, 'button')][0]\n"
                           "print(p.result.grad_max_rel_error < 1e-5, p.result.backend, p.errors)")
     assert state.split() == ["True", "gloo", "[]"]
+
+
+def _dropdown(canvas, label):
+    return canvas.locator(".widget-dropdown", has=canvas.page.locator("label", has_text=label)).first
+
+
+def test_3d_configurator_in_a_real_browser(page, lab):
+    """Lesson 09's configurator: a GPU count the degrees do not multiply to shows the rule in
+    place of the figure; fixing DP brings the figure back, drawn for the new layout."""
+    panel = open_and_run(page, lab, "09_3d_parallelism.ipynb")
+    pid = panel.get_attribute("id")
+    canvas = panel.locator(".widget-vbox", has=page.locator("label", has_text="GPUs")).first
+    canvas.scroll_into_view_if_needed()
+    before = figure_src(canvas)
+    assert before and before.startswith("data:image/png"), "no figure rendered at first"
+
+    settle(page, lambda: _dropdown(canvas, "GPUs").locator("select").select_option("128"))
+    page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
+                              .includes('128 GPUs ≠ TP×PP×DP = 8×4×2 = 64')""", arg=pid,
+                           timeout=30_000)
+    assert canvas.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+    settle(page, lambda: _dropdown(canvas, "DP").locator("select").select_option("4"))
+    page.wait_for_function("""(id) => !document.querySelector(`[id='${id}']`).innerText
+                              .includes('128 GPUs ≠')""", arg=pid, timeout=30_000)
+    after = figure_src(canvas)
+    assert after and after != before
+    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+                          "c = [x for x in C if 'gpus' in x.controls][0]\n"
+                          "print(c.controls['gpus'].value, c.controls['dp'].value, c.errors)")
+    assert state.split() == ["128", "4", "[]"]
