@@ -21,7 +21,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from ..comm_order import in_order_plan
+from ..comm_order import in_order_plan, messages
 from ..ir import Action, Schedule, parse_op
 from ..simulate import Costs
 from . import checkpoint as ckpt
@@ -202,6 +202,7 @@ class RankRunner:
         comm = run.get("comm", "auto")
         if comm == "auto":
             comm = "in-order" if device.type == "cuda" else "up-front"
+        self.messages = messages(s)
         self.plan = in_order_plan(s)[rank] if comm == "in-order" else None
         if run.get("control") == "misorder":
             self._misorder()
@@ -259,25 +260,13 @@ class RankRunner:
     def _post_receives(self) -> dict:
         """Up-front mode (gloo): every receive of the step, posted before any compute and
         matched by tag. NCCL would hang on this; it uses the in-order plan instead."""
-        s, r = self.sched, self.rank
-        plan = []
-        for st in self.stages:
-            for mb in range(self.nmb):
-                if not s.is_first(st) and s.stage_to_rank[st - 1] != r:
-                    src_action = Action(st - 1, "F", mb)
-                    plan.append((s.stage_to_rank[st - 1], self.owner[src_action][1], "act", st, mb))
-                if not s.is_last(st) and s.stage_to_rank[st + 1] != r:
-                    b = Action(st + 1, "B", mb)
-                    if b not in self.owner:
-                        b = Action(st + 1, "I", mb)
-                    plan.append((s.stage_to_rank[st + 1], self.owner[b][1], "grad", st, mb))
-        plan.sort()
+        mine = sorted((prod, m) for m, prod, _ in self.messages if m.dst == self.rank)
         shape = (self.cfg.microbatch_size, self.cfg.seq, self.cfg.hidden)
         recvs = {}
-        for src, _, kind, st, mb in plan:
+        for _, m in mine:                       # in the senders' order, though tags decide
+            key = (m.kind, m.stage, m.microbatch)
             buf = torch.empty(shape, dtype=self.cfg.torch_dtype, device=self.device)
-            work = dist.irecv(buf, src=src, tag=self._tag(kind, st, mb))
-            recvs[(kind, st, mb)] = [work, buf, src, False]
+            recvs[key] = [dist.irecv(buf, src=m.src, tag=self._tag(*key)), buf, m.src, False]
         return recvs
 
     def _send(self, kind: str, stage: int, mb: int, tensor: torch.Tensor, dst: int) -> None:
