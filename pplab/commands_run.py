@@ -5,6 +5,23 @@ import json
 import sys
 
 
+MODEL_FLAGS = {"layers": "transformer blocks (default 8)", "hidden": "hidden size (64)",
+               "heads": "attention heads (4)", "ffn": "MLP width (256)",
+               "seq": "sequence length (32)", "mbs": "microbatch size (2)",
+               "vocab": "vocabulary (256)", "dtype": "float32 | bfloat16 | float16 | float64"}
+
+
+def model_config(args):
+    """TinyConfig from the model flags given; None keeps every default."""
+    given = {k: getattr(args, k) for k in MODEL_FLAGS if getattr(args, k) is not None}
+    if not given:
+        return None
+    from .runtime.model import TinyConfig
+    if "mbs" in given:
+        given["microbatch_size"] = given.pop("mbs")
+    return TinyConfig(**given)          # ValueError names the bad field
+
+
 def add_arguments(p) -> None:
     p.add_argument("--schedule", required=True, help="schedule name, e.g. 1f1b, zbv, dualpipe")
     p.add_argument("-P", type=int, default=4, help="pipeline ranks (processes)")
@@ -29,6 +46,12 @@ def add_arguments(p) -> None:
     p.add_argument("--node-rank", type=int, default=0, help="this node's index, 0..nnodes-1")
     p.add_argument("--rdzv-endpoint", default=None,
                    help="node 0's HOST:PORT, reachable by all nodes (multi-node runs)")
+    p.add_argument("--comm", choices=["auto", "up-front", "in-order"], default="auto",
+                   help="message posting: up-front (gloo's default) or in-order (NCCL's)")
+    m = p.add_argument_group("model shape (defaults: the tiny CPU model)")
+    for name, help_ in MODEL_FLAGS.items():
+        m.add_argument(f"--{name}", type=str if name == "dtype" else int, default=None,
+                       help=help_)
     p.add_argument("--save-checkpoint", default=None, metavar="DIR")
     p.add_argument("--load-checkpoint", default=None, metavar="DIR")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -64,7 +87,8 @@ def main(args) -> int:
                            optimizer=args.optimizer, seed=args.seed, nnodes=args.nnodes,
                            node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
                            save_checkpoint=args.save_checkpoint,
-                           load_checkpoint=args.load_checkpoint)
+                           load_checkpoint=args.load_checkpoint, model=model_config(args),
+                           comm=args.comm)
     except RunError as e:
         print(f"pplab: run failed: {e}", file=sys.stderr)
         return 1
@@ -88,13 +112,19 @@ def main(args) -> int:
         return 0
     print(f"{d['schedule']}: P={d['P']} M={d['M']} V={d['V']} on {d['backend']}/{d['device']}"
           + (f" ({d['note']})" if d["note"] else ""))
+    dtype = getattr(args, "dtype", None) or "float32"
+    import torch
+    eps = torch.finfo(getattr(torch, dtype)).eps
     print(f"loss {d['loss']:.6f} (reference {d['reference_loss']:.6f}), max relative gradient "
-          f"error {d['grad_max_rel_error']:.2e}")
+          f"error {d['grad_max_rel_error']:.2e} ({dtype} round-off unit: {eps:.1e})")
     print(f"step time {d['step_time_s'] * 1e3:.1f} ms (median after warm-up), bubble fraction "
           f"{d['bubble_fraction']:.3f}" + (f" (simulated {d['simulated_bubble_fraction']:.3f})"
                                            if "simulated_bubble_fraction" in d else ""))
     print(f"peak in-flight microbatches per rank {d['peak_inflight']}, saved-for-backward peak "
           f"bytes per rank {d['peak_saved_bytes']}")
+    if d["cuda_peak_bytes"]:
+        print("CUDA peak allocated per rank: "
+              + ", ".join(f"{b / 1e9:.3f} GB" for b in d["cuda_peak_bytes"]))
     for r, row in enumerate(d["ranks"]):
         print(f"rank {r}: " + " ".join(row))
     return 0

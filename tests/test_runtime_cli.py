@@ -54,3 +54,27 @@ def test_checkpoint_reshards_in_real_runs(tmp_path):
     assert math.isclose(r2.loss, full.losses[1], rel_tol=1e-6)
     assert math.isclose(r1.loss, full.losses[2], rel_tol=1e-6)
     assert r2.grad_max_rel_error <= 1e-5 and r1.grad_max_rel_error <= 1e-5
+
+
+def test_cli_model_shape_flags(capsys):
+    argv = ["run", "--schedule", "1f1b", "-P", "2", "-M", "2", "--steps", "1", "--layers", "4",
+            "--hidden", "32", "--heads", "2", "--ffn", "64", "--seq", "16", "--mbs", "1",
+            "--comm", "in-order"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "max relative gradient error" in out and "float32 round-off unit: 1.2e-07" in out
+    # a smaller model saves fewer bytes than the default one would: the flags reached the ranks
+    saved = json.loads(out.split("bytes per rank ")[1].splitlines()[0])
+    assert saved[0] < 200_000
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--hidden", "30", "--heads", "4"], "hidden=30 must be divisible by heads=4"),
+    (["-P", "4", "--layers", "2"], "only 2 layers"),
+    (["--dtype", "int8"], "dtype 'int8'"),
+    (["--seq", "0"], "TinyConfig.seq must be ≥ 1"),
+])
+def test_cli_bad_model_flags_exit_2(argv, words, capsys):
+    assert main(["run", "--schedule", "1f1b", "-P", "2", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err, err
