@@ -73,20 +73,22 @@ def in_order_plan(schedule: Schedule) -> list[list[list[Message]]]:
     """``plan[r][k]``: the messages rank r posts, in this order, just before its op k;
     ``plan[r][len(ops)]``: those it posts after its last op (sends only)."""
     events = execute(schedule, lambda op: 1.0)     # unit durations: exact, same on every rank
-    start, end = {}, {}
+    starts: list[list[float]] = [[] for _ in range(schedule.P)]
+    for e in sorted(events, key=lambda e: e.start):
+        starts[e.rank].append(e.start)               # a rank's ops run in list order
+    end = {}
     for r in range(schedule.P):
-        mine = sorted((e for e in events if e.rank == r), key=lambda e: e.start)
-        for k, e in enumerate(mine):
-            start[(r, k)], end[(r, k)] = e.start, e.end
-    keyed = sorted((end[prod], m) for m, prod, _ in messages(schedule))
+        for k, t in enumerate(starts[r]):
+            end[(r, k)] = t + 1.0
+    mine: list[list[tuple[float, Message]]] = [[] for _ in range(schedule.P)]
+    for t, m in sorted((end[prod], m) for m, prod, _ in messages(schedule)):
+        mine[m.src].append((t, m))
+        mine[m.dst].append((t, m))
     plan = [[[] for _ in range(len(schedule.ranks[r]) + 1)] for r in range(schedule.P)]
     for r in range(schedule.P):
-        starts = [start[(r, k)] for k in range(len(schedule.ranks[r]))]
         k = 0
-        for t, m in keyed:
-            if r not in (m.src, m.dst):
-                continue
-            while k < len(starts) and starts[k] < t:   # post before the first op starting ≥ t
+        for t, m in mine[r]:
+            while k < len(starts[r]) and starts[r][k] < t:   # before the first op starting ≥ t
                 k += 1
             plan[r][k].append(m)
     return plan
