@@ -12,9 +12,11 @@ The fix is one global order of messages that every rank follows. Run the schedul
 through the simulator, with every op lasting 1. A message is keyed by the time its producing op
 ends, with ties broken the same way on every rank. Before its op k, a rank posts, in key order,
 every message of its own whose key is ≤ the start of op k. By then the data of each send is
-made, and each receive that op k needs is posted. Take the smallest-key message that never
-completes: both of its ranks have posted it, and everything ahead of it on their streams has a
-smaller key, so it has completed. So it completes too, and nothing can hang.
+made, and each receive that op k needs is posted. Why nothing can hang: suppose some message
+never completes, and take the one with the smallest key. A rank only ever waits for messages it
+has posted, and before waiting on one it has posted everything with a smaller key. So both
+ranks of our message post it. Everything ahead of it on their streams has a smaller key, so it
+completed. So our message completes too, which contradicts the assumption.
 ``check_in_order`` runs that argument as a simulation, in its strictest form: one queue per
 rank, and every message waits for its partner.
 """
