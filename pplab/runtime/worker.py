@@ -529,6 +529,8 @@ class RankRunner:
                                f"microbatch {k[2]} (its op is missing from this rank's list)")
         self._sync_copies()
         dist.all_reduce(self.loss_sum)
+        if self.device.type == "cuda":   # NCCL ops return at once; the step ends when they do
+            torch.cuda.synchronize(self.device)   # safe here: every message is posted
         t_ops = now()
         _Tracked.track = None
         peak_saved = self.tracker.peak if track_memory else None
