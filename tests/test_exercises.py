@@ -21,7 +21,7 @@ NAME = "01_bubble_and_1f1b.ipynb"
 
 #: every exercise: (number of grader cells, number of stubs a student fills in)
 EXERCISES = {"01_bubble_and_1f1b.ipynb": (4, 6), "02_schedules.ipynb": (4, 4),
-             "03_memory.ipynb": (4, 4), "04_real_pipeline.ipynb": (3, 3)}
+             "03_memory.ipynb": (4, 4), "04_real_pipeline.ipynb": (4, 4)}
 
 
 def _run(path, allow_errors):

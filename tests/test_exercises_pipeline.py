@@ -94,3 +94,41 @@ def test_hand_written_grader_and_real_run_grader():
         check_real_run(R())
     R.grad_max_rel_error = 3e-7
     assert check_real_run(R())
+
+
+def test_posting_order_grader():
+    from pplab.comm_order import in_order_plan, up_front_plan
+    from pplab.exercises.pipeline import check_in_order_plan
+    assert check_in_order_plan(in_order_plan)
+    with pytest.raises(AssertionError, match="is not implemented yet"):
+        check_in_order_plan(lambda s: (_ for _ in ()).throw(NotImplementedError("x")))
+    # the gloo recipe: every receive up front
+    with pytest.raises(AssertionError, match="like NCCL this plan hangs .* Hint: give every"):
+        check_in_order_plan(up_front_plan)
+
+    def drop_last_batch(s):
+        return [row[:-1] for row in in_order_plan(s)]
+    with pytest.raises(AssertionError, match="batches; it runs"):
+        check_in_order_plan(drop_last_batch)
+
+    def forget_one(s):
+        plan = in_order_plan(s)
+        for row in plan:
+            for batch in row:
+                if batch:
+                    batch.pop()
+                    return plan
+        return plan
+    with pytest.raises(AssertionError, match="exactly once; missing"):
+        check_in_order_plan(forget_one)
+
+    def strings(s):
+        return [[[str(m) for m in batch] for batch in row] for row in in_order_plan(s)]
+    with pytest.raises(AssertionError, match="not a Message"):
+        check_in_order_plan(strings)
+
+    def everything_first(s):       # sends too, before the data exists
+        plan = in_order_plan(s)
+        return [[[m for b in row for m in b]] + [[] for _ in row[1:]] for row in plan]
+    with pytest.raises(AssertionError, match="sends the .* before"):
+        check_in_order_plan(everything_first)

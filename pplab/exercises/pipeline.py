@@ -1,9 +1,11 @@
 """Graders for exercise 04: a balanced partition by dynamic programming, 1F1B's point-to-point
-plan per rank, and a hand-written 1F1B that runs under torchrun."""
+plan per rank, a hand-written 1F1B that runs under torchrun, and a message posting order that
+cannot hang an in-order transport (NCCL)."""
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from ..comm_order import Message, check_in_order, messages
 from ..ir import Schedule, parse_op
 from ..partition import balanced_split
 from ..schedules import make_schedule
@@ -202,6 +204,63 @@ def check_real_run(result, tolerance: float = 1e-5) -> bool:
     return True
 
 
+#: (schedule, P, M, V) for the posting-order task: one- and two-direction traffic, V-shapes,
+#: a rank that talks to two neighbours, DualPipe's two copies
+POSTING_CASES = [("1f1b", 2, 4, None), ("gpipe", 3, 6, None), ("1f1b", 4, 8, None),
+                 ("interleaved", 2, 4, 2), ("zb-h1", 4, 8, None), ("zbv", 2, 4, None),
+                 ("dualpipev", 4, 8, None), ("dualpipe", 4, 8, None), ("1f1b", 1, 3, None)]
+
+_POSTING_HINT = ("Hint: give every message one key that all ranks agree on — the end time of "
+                 "the op that makes it, with every op lasting 1 "
+                 "(pplab.simulate.execute(sched, lambda op: 1.0)), ties broken by the Message "
+                 "itself — and before each op k, post (in key order) every message of the rank "
+                 "whose key is ≤ the start of op k.")
+
+
+def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence]) -> bool:
+    """``posting_plan(sched)``: for every rank r, a list of ``len(sched.ranks[r]) + 1`` lists of
+    Messages — what r posts before each op, and after its last. Accepted when each message is
+    posted once by its sender and once by its receiver and the plan completes on the strictest
+    in-order transport (:func:`pplab.comm_order.check_in_order`)."""
+    from ..simulate import DeadlockError
+    for name, P, M, V in POSTING_CASES:
+        sched = make_schedule(name, P, M, V)
+        label = f"posting_plan({name} P={P} M={M}" + (f" V={V})" if V else ")")
+        plan = _call(posting_plan, sched)
+        try:
+            plan = [[list(batch) for batch in row] for row in plan]
+        except TypeError:
+            _fail(f"{label} returned {plan!r}; return one list per rank, each holding "
+                  "len(sched.ranks[r]) + 1 lists of Messages")
+        if len(plan) != P:
+            _fail(f"{label} has {len(plan)} rows; one per rank ({P}) is needed")
+        for r in range(P):
+            if len(plan[r]) != len(sched.ranks[r]) + 1:
+                _fail(f"{label}: rank {r} has {len(plan[r])} batches; it runs "
+                      f"{len(sched.ranks[r])} ops, so it needs {len(sched.ranks[r]) + 1} "
+                      "(one before each op, one after the last)")
+            posted = [m for batch in plan[r] for m in batch]
+            if any(not isinstance(m, Message) for m in posted):
+                _fail(f"{label}: rank {r} posts something that is not a Message; use the "
+                      "Messages from pplab.comm_order.messages(sched)")
+            want = {m for m, _, _ in messages(sched) if r in (m.src, m.dst)}
+            if sorted(posted) != sorted(want):
+                extra = [str(m) for m in posted if m not in want or posted.count(m) > 1]
+                missing = [str(m) for m in want if m not in posted]
+                _fail(f"{label}: rank {r} must post each of its messages exactly once; "
+                      f"missing {missing[:2]}, extra or repeated {extra[:2]}")
+        try:
+            check_in_order(sched, plan)
+        except DeadlockError as e:
+            _fail(f"{label}: on an in-order transport like NCCL this plan hangs — {e}. "
+                  + _POSTING_HINT)
+        except ValueError as e:
+            _fail(f"{label}: {e}. " + _POSTING_HINT)
+    print(f"posting order: completes on an in-order transport for all {len(POSTING_CASES)} "
+          "schedules ✓")
+    return True
+
+
 __all__ = ["check_balanced_partition", "check_send_recv_plan", "check_hand_written_1f1b",
-           "check_real_run", "reference_plan", "steady_state_pairs", "PARTITION_CASES",
-           "PLAN_CASES"]
+           "check_real_run", "check_in_order_plan", "reference_plan", "steady_state_pairs",
+           "PARTITION_CASES", "PLAN_CASES", "POSTING_CASES"]
