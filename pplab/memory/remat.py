@@ -1,0 +1,34 @@
+"""GPipe's re-materialization: what one pipeline rank keeps alive under GPipe's schedule.
+
+GPipe runs all M forwards before any backward, so a rank's activations for all M microbatches
+are alive at once. The GPipe paper (Huang et al. 2019) re-materializes: the forward keeps only
+each microbatch's input to the rank's partition, and the backward re-runs the partition's forward
+for one microbatch before differentiating it. The paper puts the peak at O(N + (L/K)·(N/M)) —
+N samples in the mini-batch, L layers over K partitions. In bytes, per rank:
+
+* ``none``:  M · L_r · a            every layer's activations of every microbatch
+* ``stage``: M · x + L_r · a        M partition inputs, plus one microbatch re-run (GPipe)
+* ``layer``: M · L_r · x + a        every layer's input kept, one layer re-run at a time
+                                    (Megatron's "full" recomputation)
+
+with L_r = layers on the rank, a = one layer's activations for one microbatch (Korthikanti),
+x = one microbatch's boundary tensor (s·b·h values).
+"""
+from __future__ import annotations
+
+REMAT_MODES = ("none", "stage", "layer")
+
+
+def gpipe_peak_activation_bytes(M: int, layers_on_rank: int, layer_bytes: float,
+                                boundary_bytes: float, mode: str = "none") -> float:
+    """Peak activation bytes of one GPipe rank (see the module docstring for the terms)."""
+    if M < 1 or layers_on_rank < 1:
+        raise ValueError(f"need M ≥ 1 and at least one layer on the rank, got M={M}, "
+                         f"layers_on_rank={layers_on_rank}")
+    if mode == "none":
+        return M * layers_on_rank * layer_bytes
+    if mode == "stage":
+        return M * boundary_bytes + layers_on_rank * layer_bytes
+    if mode == "layer":
+        return M * layers_on_rank * boundary_bytes + layer_bytes
+    raise ValueError(f"mode must be one of {', '.join(REMAT_MODES)}, got {mode!r}")
