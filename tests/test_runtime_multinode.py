@@ -87,3 +87,18 @@ def test_cli_second_node_prints_the_same_json():
     d0, d1 = (json.loads(o) for o, _ in outs)
     assert d0["loss"] == d1["loss"] and d0["ranks"] == d1["ranks"]
     assert d0["grad_max_rel_error"] <= 1e-5
+
+
+def test_a_node_whose_peers_never_come_says_so_and_cleans_up():
+    import psutil
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    endpoint = f"127.0.0.1:{_port()}"
+    with pytest.raises(RunError) as err:
+        run_schedule("1f1b", P=4, M=4, steps=1, nnodes=2, node_rank=0, rdzv_endpoint=endpoint,
+                     timeout=10)
+    msg = str(err.value)
+    assert "no rank started within the 10 s timeout" in msg and "--node-rank 1" in msg
+    assert endpoint in msg
+    left = [p for p in psutil.Process().children(recursive=True)
+            if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, left

@@ -352,7 +352,14 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
                 and not any(n.startswith("rank") for n in os.listdir(tmp)):
             raise _PortTaken("the rendezvous port was taken")
         msg = _diagnose(tmp, output, schedule, timed_out, timeout)
-        if nnodes > 1:
+        started = any(n.startswith("rank") for n in os.listdir(tmp)) or os.path.exists(job["info"])
+        if nnodes > 1 and timed_out and not started:
+            others = ", ".join(str(k) for k in range(nnodes) if k != node_rank)
+            msg = (f"no rank started within the {timeout:g} s timeout: torchrun on this node waited "
+                   f"at the rendezvous {rdzv_endpoint} for the other node(s). Start the same "
+                   f"command with --node-rank {others} there, and check that {rdzv_endpoint} "
+                   "is node 0's address and reachable from every node")
+        elif nnodes > 1:
             msg += (f"; this is node {node_rank} of {nnodes} (ranks {node_rank * (P // nnodes)}–"
                     f"{(node_rank + 1) * (P // nnodes) - 1}): a rank on another node reports "
                     "its own cause in that node's output")
