@@ -44,3 +44,11 @@ def test_accumulated_gradients_equal_the_batch_gradient_only_with_1_over_M(M):
     assert accumulation_error(M, scale_by_1_over_M=False) == pytest.approx(M - 1, abs=1e-4)
     with pytest.raises(ValueError, match="M must be ≥ 1"):
         accumulation_error(0)
+
+
+def test_table_rows_are_the_formulas():
+    from pplab.memory.remat import remat_table
+    text = remat_table("x", 8, 570.425e6, 33.554e6, Ms=(1, 32), unit="GB")
+    rows = text.splitlines()[2:]
+    assert rows[0].split() == ["1", "4.56", "GB", "4.60", "GB", "0.84", "GB"]
+    assert rows[1].split() == ["32", "146.03", "GB", "5.64", "GB", "9.16", "GB"]

@@ -32,3 +32,19 @@ def gpipe_peak_activation_bytes(M: int, layers_on_rank: int, layer_bytes: float,
     if mode == "layer":
         return M * layers_on_rank * boundary_bytes + layer_bytes
     raise ValueError(f"mode must be one of {', '.join(REMAT_MODES)}, got {mode!r}")
+
+
+def remat_table(label: str, layers_on_rank: int, layer_bytes: float, boundary_bytes: float,
+                Ms=(1, 4, 8, 16, 32), unit: str = "MB") -> str:
+    """The three modes side by side for several M, as text (lesson 02)."""
+    u = {"MB": 1e6, "GB": 1e9}[unit]
+    lines = [f"{label}: a = {layer_bytes / u:.3f} {unit} per layer, x = {boundary_bytes / u:.3f} "
+             f"{unit}, {layers_on_rank} layers/rank",
+             "   M    keep all   GPipe re-mat (M·x + L·a)   per-layer re-mat (M·L·x + a)"]
+    for M in Ms:
+        none, stage, layer = (gpipe_peak_activation_bytes(M, layers_on_rank, layer_bytes,
+                                                          boundary_bytes, mode)
+                              for mode in REMAT_MODES)
+        lines.append(f"  {M:2d} {none / u:10.2f} {unit} {stage / u:14.2f} {unit} "
+                     f"{layer / u:24.2f} {unit}")
+    return "\n".join(lines)
