@@ -3,6 +3,7 @@ strictest in-order model, and the gloo recipe (all receives up front) provably d
 import itertools
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from pplab.comm_order import (Message, check_in_order, in_order_plan, messages,
                               up_front_plan)
@@ -85,3 +86,43 @@ def test_deadlocking_schedule_has_no_plan():
     bad = Schedule.from_text(["0F0 0B0 0F1 0B1", "1F1 1B1 1F0 1B0"], num_microbatches=2)
     with pytest.raises(DeadlockError):
         in_order_plan(bad)
+
+
+def _random_valid_schedule(rng, P, M, placement, split_backward):
+    """A random order every rank could really run: repeatedly let a random rank run a random
+    action whose inputs exist. Stages are placed by ``placement`` (stage → rank)."""
+    S = len(placement)
+    kinds = ("F", "I", "W") if split_backward else ("F", "B")
+    done, rows = set(), [[] for _ in range(P)]
+
+    def ready(stage, kind, m):
+        if (stage, kind, m) in done:
+            return False
+        if kind == "F":
+            return stage == 0 or (stage - 1, "F", m) in done
+        if kind == "W":
+            return (stage, "I", m) in done
+        back = "I" if split_backward else "B"
+        return (stage, "F", m) in done and (stage == S - 1 or (stage + 1, back, m) in done)
+
+    todo = [(s, k, m) for s in range(S) for k in kinds for m in range(M)]
+    while todo:
+        options = [a for a in todo if ready(*a)]
+        stage, kind, m = options[rng.randrange(len(options))]
+        todo.remove((stage, kind, m))
+        done.add((stage, kind, m))
+        rows[placement[stage]].append(f"{stage}{kind}{m}")
+    return Schedule.from_text(rows, stage_to_rank=placement, num_microbatches=M, name="random")
+
+
+@settings(max_examples=150, deadline=None)
+@given(P=st.integers(1, 5), M=st.integers(1, 6), shape=st.sampled_from(["line", "loop", "v"]),
+       split=st.booleans(), seed=st.integers(0, 10**6))
+def test_random_valid_schedules_get_a_plan_that_cannot_hang(P, M, shape, split, seed):
+    """Students write their own schedules: the plan must not hang on any valid order."""
+    import random
+    placement = {"line": list(range(P)),
+                 "loop": [s % P for s in range(2 * P)],
+                 "v": list(range(P)) + list(reversed(range(P)))}[shape]
+    sched = _random_valid_schedule(random.Random(seed), P, M, placement, split)
+    check_in_order(sched, in_order_plan(sched))
