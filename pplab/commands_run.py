@@ -34,7 +34,9 @@ def add_arguments(p) -> None:
     p.add_argument("--tb", type=float, default=0.04)
     p.add_argument("--tw", type=float, default=0.0)
     p.add_argument("--tfb", type=float, default=None)
-    p.add_argument("--recompute", choices=["none", "full", "selective"], default="none")
+    p.add_argument("--recompute", choices=["none", "full", "selective", "stage"], default="none",
+                   help="full: every block; selective: attention core; stage: a stage's blocks "
+                        "as one region (GPipe's re-materialization)")
     p.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--seed", type=int, default=0)

@@ -22,7 +22,7 @@ CASES = [("gpipe", 1), ("1f1b", 1), ("interleaved", 2)]
 def predicted(schedule, recompute="none"):
     cal = calibrate(recompute=recompute)
     return predict_saved_bytes(schedule, get_preset("tiny"), microbatch_size=2,
-                               recompute=recompute, per_layer_bytes=cal.per_layer,
+                               per_layer_bytes=cal.per_layer, per_stage_bytes=cal.per_stage,
                                first_extra_bytes=cal.first_extra, last_extra_bytes=cal.last_extra)
 
 
@@ -31,12 +31,15 @@ def test_calibration_matches_korthikanti_structure():
     assert none.per_stage == 0 == full.per_stage
     assert full.per_layer == 32 * 2 * 64 * 4       # full recompute keeps the layer input: s·b·h
     assert none.per_layer > 10 * full.per_layer
+    stage = calibrate(recompute="stage")           # GPipe keeps only the stage input
+    assert (stage.per_layer, stage.per_stage) == (0, 32 * 2 * 64 * 4)
 
 
 @pytest.mark.parametrize("P", [2, 4])
 def test_predicted_peak_saved_bytes_within_5_percent(P):
     items = [(name, dict(M=8, V=V, steps=1)) for name, V in CASES]
     items.append(("1f1b", dict(M=8, V=1, steps=1, recompute="full")))
+    items.append(("gpipe", dict(M=8, V=1, steps=1, recompute="stage")))
     results = run_many(items, P, timeout=300)
     for (name, kw), r in zip(items, results):
         schedule = make_schedule(name, P, 8, kw["V"])

@@ -49,6 +49,7 @@ def test_every_schedule_matches_reference(P):
                   ("zb-h1", dict(M=4, steps=2, recompute="full")),
                   ("zbv", dict(M=4, steps=2, recompute="selective")),
                   ("1f1b", dict(M=4, steps=2, recompute="full")),
+                  ("gpipe", dict(M=4, steps=2, recompute="stage")),
                   ("1f1b", dict(M=4, steps=2, control="seed")),
                   ("1f1b", dict(M=4, steps=2, control="drop"))]
     results = run_many(items, P, timeout=400, comm_timeout=60)

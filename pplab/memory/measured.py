@@ -21,8 +21,11 @@ def predict_saved_bytes(schedule: Schedule, model_spec: ModelSpec, microbatch_si
                         recompute: str = "none", bytes_per_value: float = 4,
                         per_layer_bytes: float | None = None,
                         first_extra_bytes: float | None = None,
-                        last_extra_bytes: float | None = None) -> list[float]:
-    """Per-rank peak saved-for-backward bytes. Unset sizes fall back to Korthikanti's formulas."""
+                        last_extra_bytes: float | None = None,
+                        per_stage_bytes: float = 0.0) -> list[float]:
+    """Per-rank peak saved-for-backward bytes. Unset sizes fall back to Korthikanti's formulas.
+    ``per_stage_bytes``: kept once per stage and microbatch whatever its layers (GPipe's
+    stage-level re-materialization keeps just the stage input)."""
     m, s, b = model_spec, model_spec.seq, microbatch_size
     if per_layer_bytes is None:
         per_layer_bytes = act.layer_activation_bytes(s, b, m.hidden, m.heads, 1, False,
@@ -35,7 +38,7 @@ def predict_saved_bytes(schedule: Schedule, model_spec: ModelSpec, microbatch_si
     ranges = stage_layers(schedule, m.layers)
     w = {}
     for st in range(schedule.num_stages):
-        w[st] = len(ranges[st]) * per_layer_bytes
+        w[st] = per_stage_bytes + len(ranges[st]) * per_layer_bytes
         if schedule.is_first(st):
             w[st] += first_extra_bytes
         if schedule.is_last(st):

@@ -18,7 +18,9 @@ from torch.utils.checkpoint import checkpoint
 from ..ir import Schedule
 from ..partition import stage_layers
 
-RECOMPUTE = ("none", "full", "selective")
+#: none; full = every block checkpointed (Megatron's full recomputation); selective = only the
+#: attention core; stage = all of a stage's blocks as one region (GPipe's re-materialization)
+RECOMPUTE = ("none", "full", "selective", "stage")
 
 
 @dataclass(frozen=True)
@@ -219,17 +221,32 @@ class StageModule(nn.Module):
         for block in self.layers.values():
             block.attn.selective = recompute == "selective"
 
+    def _blocks(self, x):
+        for block in self.layers.values():
+            x = block(x)
+        return x
+
+    @staticmethod
+    def _checkpointed(fn, x):
+        # a checkpoint keeps its input itself; report it so the saved-bytes count includes it
+        y = checkpoint(fn, x, use_reentrant=False)
+        if _Tracked.track is not None:
+            _Tracked.track((x,), y)
+        return y
+
+    def _run_blocks(self, x):
+        if not torch.is_grad_enabled() or self.recompute in ("none", "selective"):
+            return self._blocks(x)
+        if self.recompute == "stage":       # GPipe: keep the stage input, re-run every block
+            return self._checkpointed(self._blocks, x)
+        for block in self.layers.values():  # full: keep each block's input, re-run one block
+            x = self._checkpointed(block, x)
+        return x
+
     def forward(self, x, targets=None):
         if self.first:
             x = self.embed(x)
-        for block in self.layers.values():
-            if self.recompute == "full" and torch.is_grad_enabled():
-                y = checkpoint(block, x, use_reentrant=False)
-                if _Tracked.track is not None:
-                    _Tracked.track((x,), y)
-                x = y
-            else:
-                x = block(x)
+        x = self._run_blocks(x)
         if not self.last:
             return x
         logits = self.head(self.norm(x))
