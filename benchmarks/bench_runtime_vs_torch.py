@@ -135,7 +135,7 @@ def recompute_overhead(M: int = 8, repeats: int = 7) -> None:
     cfg = TinyConfig()
     sched = make_schedule("gpipe", 1, M)
     rows = {}
-    for mode in ("none", "full", "selective"):
+    for mode in ("none", "full", "selective", "stage"):
         mod = build_stage_modules(sched, cfg, 0, [0], mode)[0]
         inputs, targets = make_batch(cfg, M, 0, 0)
         times, peak = [], 0
