@@ -43,13 +43,9 @@ class Message:
                 f"(rank {self.src} → rank {self.dst})")
 
 
-def _owners(schedule: Schedule) -> dict[Action, tuple[int, int]]:
-    return {a: (r, k) for r, k, op in schedule.actions() for a in op.parts}
-
-
 def messages(schedule: Schedule) -> list[tuple[Message, tuple[int, int], tuple[int, int]]]:
     """Every cross-rank message with its producer's and consumer's (rank, step)."""
-    owner = _owners(schedule)
+    owner = schedule.owners()
     out = []
     for r, k, op in schedule.actions():
         for a in op.parts:

@@ -144,6 +144,10 @@ class Schedule:
             for step, op in enumerate(ops):
                 yield rank, step, op
 
+    def owners(self) -> dict[Action, tuple[int, int]]:
+        """Which (rank, step) runs each action (both parts of an overlapped pair map to it)."""
+        return {a: (rank, step) for rank, step, op in self.actions() for a in op.parts}
+
     @property
     def num_actions(self) -> int:
         return sum(len(op.parts) for ops in self.ranks for op in ops)

@@ -94,10 +94,7 @@ def execute(schedule: Schedule, duration: Callable[[Op], float],
     something it waits on finishes, so the cost is linear in the number of ops.
     """
     bkinds = _backward_kinds(schedule)
-    owner = {}                                   # action -> (rank, step) that runs it
-    for rank, step, op in schedule.actions():
-        for a in op.parts:
-            owner[a] = (rank, step)
+    owner = schedule.owners()                    # action -> (rank, step) that runs it
     done: dict[Action, tuple[float, int]] = {}   # action -> (end time, rank)
     pointer = [0] * schedule.P
     free_at = [0.0] * schedule.P

@@ -10,18 +10,10 @@ from pplab.comm_order import (Message, check_in_order, in_order_plan, messages,
 from pplab.ir import Schedule
 from pplab.schedules import GENERATORS, make_schedule
 from pplab.simulate import DeadlockError
+from schedule_cases import valid_schedules
 
 
-def _all_schedules():
-    for name, P, M, V in itertools.product(GENERATORS, (1, 2, 3, 4, 6, 8), (1, 2, 3, 4, 8, 16),
-                                           (None, 2, 3)):
-        try:
-            yield make_schedule(name, P, M, V)
-        except ValueError:
-            continue
-
-
-SCHEDULES = list(_all_schedules())
+SCHEDULES = valid_schedules(Ps=(1, 2, 3, 4, 6, 8), Ms=(1, 2, 3, 4, 8, 16), Vs=(None, 2, 3))
 
 
 def test_every_generated_schedule_completes_in_order():

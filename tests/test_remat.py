@@ -13,7 +13,7 @@ from pplab.runtime.accumulate import accumulation_error
 def test_closed_forms(M, L, a, x):
     assert gpipe_peak_activation_bytes(M, L, a, x, "none") == M * L * a
     assert gpipe_peak_activation_bytes(M, L, a, x, "stage") == M * x + L * a
-    assert gpipe_peak_activation_bytes(M, L, a, x, "layer") == M * L * x + a
+    assert gpipe_peak_activation_bytes(M, L, a, x, "full") == M * L * x + a
 
 
 def test_keep_all_equals_the_memory_model_of_a_gpipe_middle_rank():

@@ -5,20 +5,10 @@ from hypothesis import given, settings, strategies as st
 from pplab import (GENERATORS, Action, Costs, Schedule, ScheduleError, check, make_schedule,
                    parse_op, simulate, validate)
 from pplab.partition import balanced_split, even_split, stage_layers
+from schedule_cases import valid_schedules
 
 
-def valid_cases():
-    for name in GENERATORS:
-        for P in (1, 2, 3, 4, 5):
-            for M in range(1, 13):
-                for V in (1, 2, 3):
-                    try:
-                        yield make_schedule(name, P, M, V)
-                    except ValueError:
-                        pass
-
-
-ALL = list(valid_cases())
+ALL = valid_schedules(Ps=(1, 2, 3, 4, 5), Ms=range(1, 13), Vs=(1, 2, 3))
 
 
 def test_every_generator_has_valid_cases():

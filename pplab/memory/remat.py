@@ -8,15 +8,17 @@ N samples in the mini-batch, L layers over K partitions. In bytes, per rank:
 
 * ``none``:  M · L_r · a            every layer's activations of every microbatch
 * ``stage``: M · x + L_r · a        M partition inputs, plus one microbatch re-run (GPipe)
-* ``layer``: M · L_r · x + a        every layer's input kept, one layer re-run at a time
-                                    (Megatron's "full" recomputation)
+* ``full``:  M · L_r · x + a        every layer's input kept, one layer re-run at a time
+                                    (Megatron's full recomputation)
+
+The names are the runtime's ``recompute=`` modes, which measure the kept part on real processes.
 
 with L_r = layers on the rank, a = one layer's activations for one microbatch (Korthikanti),
 x = one microbatch's boundary tensor (s·b·h values).
 """
 from __future__ import annotations
 
-REMAT_MODES = ("none", "stage", "layer")
+REMAT_MODES = ("none", "stage", "full")
 
 
 def gpipe_peak_activation_bytes(M: int, layers_on_rank: int, layer_bytes: float,
@@ -29,7 +31,7 @@ def gpipe_peak_activation_bytes(M: int, layers_on_rank: int, layer_bytes: float,
         return M * layers_on_rank * layer_bytes
     if mode == "stage":
         return M * boundary_bytes + layers_on_rank * layer_bytes
-    if mode == "layer":
+    if mode == "full":
         return M * layers_on_rank * boundary_bytes + layer_bytes
     raise ValueError(f"mode must be one of {', '.join(REMAT_MODES)}, got {mode!r}")
 
@@ -42,9 +44,9 @@ def remat_table(label: str, layers_on_rank: int, layer_bytes: float, boundary_by
              f"{unit}, {layers_on_rank} layers/rank",
              "   M    keep all   GPipe re-mat (M·x + L·a)   per-layer re-mat (M·L·x + a)"]
     for M in Ms:
-        none, stage, layer = (gpipe_peak_activation_bytes(M, layers_on_rank, layer_bytes,
+        none, stage, full = (gpipe_peak_activation_bytes(M, layers_on_rank, layer_bytes,
                                                           boundary_bytes, mode)
                               for mode in REMAT_MODES)
         lines.append(f"  {M:2d} {none / u:10.2f} {unit} {stage / u:14.2f} {unit} "
-                     f"{layer / u:24.2f} {unit}")
+                     f"{full / u:24.2f} {unit}")
     return "\n".join(lines)

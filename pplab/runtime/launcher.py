@@ -298,6 +298,8 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
                  progress: Callable[[str], None] | None, nnodes: int = 1, node_rank: int = 0,
                  rdzv_endpoint: str | None = None, keep_dir: str | None = None,
                  schedule: Schedule | None = None) -> tuple[dict, list[dict]]:
+    """One torchrun launch of P / nnodes local ranks (the node arguments were checked by
+    ``check_nodes`` before anything was written)."""
     tmp = keep_dir or tempfile.mkdtemp(prefix="pplab-run-")
     os.makedirs(tmp, exist_ok=True)
     for i, run in enumerate(runs):
@@ -307,7 +309,6 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
     job_path = os.path.join(tmp, "job.json")
     with open(job_path, "w") as f:
         json.dump(job, f)
-    check_nodes(P, nnodes, node_rank, rdzv_endpoint)
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P // nnodes}",
            f"--nnodes={nnodes}", "--max-restarts=0", "--monitor-interval=0.1"]
     if nnodes > 1:
@@ -348,11 +349,11 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
     with open(log_path) as f:
         output = f.read()
     if timed_out or proc.returncode != 0:
-        if nnodes == 1 and not timed_out and "address already in use" in output.lower() \
-                and not any(n.startswith("rank") for n in os.listdir(tmp)):
+        started = any(n.startswith("rank") for n in os.listdir(tmp)) or os.path.exists(job["info"])
+        if nnodes == 1 and not timed_out and not started \
+                and "address already in use" in output.lower():
             raise _PortTaken("the rendezvous port was taken")
         msg = _diagnose(tmp, output, schedule, timed_out, timeout)
-        started = any(n.startswith("rank") for n in os.listdir(tmp)) or os.path.exists(job["info"])
         if nnodes > 1 and timed_out and not started:
             others = ", ".join(str(k) for k in range(nnodes) if k != node_rank)
             msg = (f"no rank started within the {timeout:g} s timeout: torchrun on this node waited "

@@ -99,6 +99,7 @@ class SavedTensorTracker:
     """
 
     def __init__(self):
+        self.enabled = True          # off: no hooks run, nothing is counted (timed steps)
         self.exclude: set[int] = set()
         self.live: dict[int, list] = {}
         self.current = 0
@@ -126,6 +127,8 @@ class SavedTensorTracker:
             self.current -= ent[1]
 
     def holder(self, t: torch.Tensor):
+        if not self.enabled:
+            return _Holder(None, 0, t)
         st = t.untyped_storage()
         ptr = st.data_ptr()
         if ptr == 0 or ptr in self.exclude:
@@ -134,9 +137,13 @@ class SavedTensorTracker:
         return _Holder(self, ptr, t)
 
     def hooks(self):
+        if not self.enabled:
+            return contextlib.nullcontext()
         return torch.autograd.graph.saved_tensors_hooks(self.holder, lambda h: h.tensor)
 
     def track(self, tensors, output) -> None:
+        if not self.enabled:
+            return
         holders = [self.holder(t) for t in tensors]
         if output.grad_fn is not None:
             output.grad_fn.metadata.setdefault("pplab_saved", []).extend(holders)
@@ -151,10 +158,6 @@ class _Holder:
     def __del__(self):
         if self.tracker is not None:
             self.tracker._remove(self.ptr)
-
-
-def _untracked(t: torch.Tensor) -> _Holder:
-    return _Holder(None, 0, t)
 
 
 # ---- the schedule executor -----------------------------------------------------------------
@@ -193,10 +196,7 @@ class RankRunner:
         emu = dict(run.get("emulate") or {})
         self.emulate_pad = emu.pop("mode", "add") == "pad"
         self.costs = Costs(**emu) if run.get("emulate") else None
-        self.owner = {}
-        for r, step, op in s.actions():
-            for a in op.parts:
-                self.owner[a] = (r, step)
+        self.owner = s.owners()
         # "up-front": post every receive at the step's start, match by tag (gloo). "in-order":
         # post sends and receives in one global order, tags unused (NCCL; see comm_order.py)
         comm = run.get("comm", "auto")
@@ -257,17 +257,19 @@ class RankRunner:
             return 0   # in-order: matched by order alone, as NCCL does (gloo then checks it)
         return (stage * self.nmb + mb) * 2 + (0 if kind == "act" else 1)
 
-    def _post_receives(self) -> dict:
+    def _post_receives(self) -> None:
         """Up-front mode (gloo): every receive of the step, posted before any compute and
         matched by tag. NCCL would hang on this; it uses the in-order plan instead."""
         mine = sorted((prod, m) for m, prod, _ in self.messages if m.dst == self.rank)
-        shape = (self.cfg.microbatch_size, self.cfg.seq, self.cfg.hidden)
-        recvs = {}
         for _, m in mine:                       # in the senders' order, though tags decide
-            key = (m.kind, m.stage, m.microbatch)
-            buf = torch.empty(shape, dtype=self.cfg.torch_dtype, device=self.device)
-            recvs[key] = [dist.irecv(buf, src=m.src, tag=self._tag(*key)), buf, m.src, False]
-        return recvs
+            self._post_recv(m)
+
+    def _post_recv(self, m) -> None:
+        """irecv into a fresh buffer; ``self.recvs[key]`` = [work, buffer, src, waited]."""
+        key = (m.kind, m.stage, m.microbatch)
+        buf = torch.empty((self.cfg.microbatch_size, self.cfg.seq, self.cfg.hidden),
+                          dtype=self.cfg.torch_dtype, device=self.device)
+        self.recvs[key] = [dist.irecv(buf, src=m.src, tag=self._tag(*key)), buf, m.src, False]
 
     def _send(self, kind: str, stage: int, mb: int, tensor: torch.Tensor, dst: int) -> None:
         # queued until the op (and its emulated duration) is over: a result leaves a rank
@@ -301,16 +303,12 @@ class RankRunner:
 
     def _post_planned(self, k: int) -> None:
         """In-order mode: post the messages the plan puts before op ``k``, in plan order."""
-        shape = (self.cfg.microbatch_size, self.cfg.seq, self.cfg.hidden)
         for m in self.plan[k]:
-            key = (m.kind, m.stage, m.microbatch)
             if m.src == self.rank:
-                t, dst = self.made.pop(key)
+                t, dst = self.made.pop((m.kind, m.stage, m.microbatch))
                 self._post_send(m.kind, m.stage, m.microbatch, t, dst)
             else:
-                buf = torch.empty(shape, dtype=self.cfg.torch_dtype, device=self.device)
-                work = dist.irecv(buf, src=m.src, tag=self._tag(*key))
-                self.recvs[key] = [work, buf, m.src, False]
+                self._post_recv(m)
 
     def _post_send(self, kind: str, stage: int, mb: int, t: torch.Tensor, dst: int) -> None:
         self.sends.append((dist.isend(t, dst=dst, tag=self._tag(kind, stage, mb)), t, dst,
@@ -343,7 +341,7 @@ class RankRunner:
         else:
             x = self._get("act", st, mb, str(a), idx).requires_grad_()
         mod = self.modules[st]
-        with self.tracker.hooks() if self.tracking else contextlib.nullcontext():
+        with self.tracker.hooks():
             out = mod(x, targets.to(self.device)) if s.is_last(st) else mod(x)
         if s.is_last(st):
             self.loss_sum += out.detach().float() / self.M
@@ -380,7 +378,7 @@ class RankRunner:
             # so the graph is freed now and W is just the weight matmuls
             queue: list = []
             inputs = ([] if s.is_first(st) else [x]) + self.other_params[st]
-            _Defer.queue, _Defer.wrap = queue, (self.tracker.holder if self.tracking else _untracked)
+            _Defer.queue, _Defer.wrap = queue, self.tracker.holder
             try:
                 torch.autograd.backward(out, g, inputs=inputs)
             finally:
@@ -477,18 +475,19 @@ class RankRunner:
         hooks. Their Python cost (~10 % of a tiny model's step) would distort step times, so
         the runner tracks on the warm-up step only; the bytes are the same every step."""
         s = self.sched
-        self.tracking = track_memory
+        self.tracker.enabled = track_memory
         self.batch = make_batch(self.cfg, self.M, self.seed, self.start_step + step_no)
         self.saved, self.pending_w, self.local, self.sends, self.outbox = {}, {}, {}, [], []
         self.loss_sum = torch.zeros((), device=self.device)
         self.tracker.reset_peak()
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        _Tracked.track = self.tracker.track if track_memory else None
+        _Tracked.track = self.tracker.track
         dist.barrier()
         t_start = now()
-        self.made = {}
-        self.recvs = self._post_receives() if self.plan is None else {}
+        self.made, self.recvs = {}, {}
+        if self.plan is None:
+            self._post_receives()
         events = []
         for idx, op in enumerate(s.ranks[self.rank]):
             self._fault(idx, op)
