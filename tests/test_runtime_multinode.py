@@ -2,7 +2,6 @@
 --nnodes 2, its own --node-rank and node 0's rendezvous endpoint, as on a cluster."""
 import json
 import math
-import socket
 import subprocess
 import sys
 import threading
@@ -11,12 +10,7 @@ import pytest
 
 from pplab.cli import main
 from pplab.runtime import RunError, run_schedule
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from pplab.runtime.launcher import _free_port as _port
 
 
 def _two_nodes(**kw) -> dict:
