@@ -25,7 +25,6 @@ distinct simulations, the PP = 16 interleaved / ZB-V / DualPipeV ones dominating
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -33,7 +32,7 @@ from ..registry import make_schedule
 from ..simulate import Costs, simulate
 from ..partition import stage_layers
 from ..timeline import peak_inflight
-from .comm import Network, axis_bandwidths, comm_volumes
+from .comm import Network, axis_bandwidths
 from .model_spec import ModelSpec
 from .parallel import ParallelConfig
 
@@ -381,9 +380,3 @@ def _states(psi, cfg):
     from .accounting import model_states_bytes
     return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
                               cfg.bytes_optim)
-
-
-def timed_plan(*args, **kw) -> tuple[list[Candidate], float]:
-    t0 = time.perf_counter()
-    res = plan(*args, **kw)
-    return res, time.perf_counter() - t0
