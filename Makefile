@@ -28,6 +28,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_simulator.py
+	$(PY) benchmarks/bench_search.py
 
 bench-runtime: $(STAMP)
 	$(PY) benchmarks/bench_runtime_vs_torch.py
