@@ -101,9 +101,12 @@ def test_emulated_bubble_of_every_other_schedule_matches_simulation():
     no_w = dict(costs, tw=0.0)
     items = [("naive", dict(M=1, steps=2, emulate=no_w)),
              ("interleaved", dict(M=8, V=2, steps=2, emulate=no_w)),
-             ("bfs", dict(M=8, V=2, steps=2, emulate=no_w))]
+             ("bfs", dict(M=8, V=2, steps=2, emulate=no_w)),
+             ("bfs-1f1b", dict(M=8, V=2, steps=2, emulate=no_w)),
+             ("interleaved-zb", dict(M=8, V=2, steps=2, emulate=costs))]
     items += [(name, dict(M=8, steps=2, emulate=costs))
-              for name in ("zb-h1", "zb-h2", "zbv", "dualpipe", "dualpipev")]
+              for name in ("zb-h1", "zb-h2", "zbv", "v-zb", "v-half", "v-min", "dualpipe",
+                           "dualpipev")]
     results = run_many(items, 4, timeout=400)
     assert {n for n, _ in items} | {"gpipe", "1f1b"} == set(NAMES)
     for r in results:
