@@ -31,6 +31,7 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_simulator.py
+	$(PY) benchmarks/bench_search.py
 
 bench-runtime: $(STAMP)
 	$(PY) benchmarks/bench_runtime_vs_torch.py

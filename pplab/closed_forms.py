@@ -47,6 +47,12 @@ def excess_zb_h2(P, M, V=1, tf=1.0, tb=2.0, tw=0.0, tfb=None):
     return max((P - 1) * tf, (P - 1) * (tf + ti - 2 * tw))
 
 
+def excess_interleaved_zb(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    """ZB-H1's excess spread over V chunks: (P−1)(tf + tb − 2tw)/V."""
+    tf, tb, tw, _, _ = _split(tf, tb, tw, tfb)
+    return (P - 1) * (tf + tb - 2 * tw) / V
+
+
 def excess_zbv(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
     return (P - 1) * float(tf) / 2
 
@@ -62,5 +68,5 @@ def excess_dualpipev(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
 
 
 __all__ = ["excess_naive", "bubble_fraction", "bubble_ratio", "bubble_both", "excess_1f1b",
-           "excess_zb_h1",
+           "excess_zb_h1", "excess_interleaved_zb",
            "excess_zb_h2", "excess_zbv", "excess_dualpipe", "excess_dualpipev"]

@@ -15,7 +15,9 @@ from . import closed_forms as cf
 from .ir import Schedule
 from .schedules.classic import gpipe, naive, one_f_one_b
 from .schedules.dualpipe import dualpipe, dualpipev
-from .schedules.interleaved import breadth_first, interleaved
+from .schedules.controllable import v_half, v_min, v_zb
+from .schedules.interleaved import bfs_1f1b, breadth_first, interleaved
+from .schedules.interleaved_zb import interleaved_zb
 from .schedules.zero_bubble import zb_h1, zb_h2, zbv
 
 
@@ -58,16 +60,38 @@ SPECS: tuple[ScheduleSpec, ...] = (
                  default_V=2, excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb)/V, Lamy-Poirier 2023",
                  aliases=("breadth-first",)),
+    ScheduleSpec("bfs-1f1b", bfs_1f1b, "breadth-first with 1F1B steady state (Megatron, "
+                 "Llama 3)", stages_per_rank="any", default_V=2, constraints="M ≥ P",
+                 excess=cf.excess_1f1b,
+                 excess_note="(P−1)(tf+tb)/V like interleaved: same warm-up trip, more held"),
     ScheduleSpec("zb-h1", zb_h1, "zero bubble H1", split_backward=True, excess=cf.excess_zb_h1,
                  excess_note="(P−1)(tf+tb−2tw), Zero Bubble Table 2; exact for M ≥ P, "
                              "tw ≤ tf, tw ≤ tI", aliases=("zb1p",)),
     ScheduleSpec("zb-h2", zb_h2, "zero bubble H2", split_backward=True, excess=cf.excess_zb_h2,
                  excess_note="max((P−1)tf, (P−1)(tf+tI−2tw)) in one flushed step, M ≥ 2P−1; "
                              "the paper's (P−1)(tf+tI−2tw) needs overlapping iterations"),
+    ScheduleSpec("interleaved-zb", interleaved_zb, "interleaved zero bubble (PyTorch)",
+                 stages_per_rank="any", default_V=2, split_backward=True,
+                 constraints="M a multiple of max(1, M // P)", excess=cf.excess_interleaved_zb,
+                 excess_note="(P−1)(tf+tb−2tw)/V: ZB-H1's over V chunks; exact for M ≥ P, "
+                             "tw ≤ tf, tw ≤ tI"),
     ScheduleSpec("zbv", zbv, "zero bubble V", stages_per_rank="fixed", default_V=2,
                  split_backward=True, excess=cf.excess_zbv,
                  excess_note="(P−1)·tf/2: the first microbatch's trip down the V, a lower "
                              "bound; reached at tf = tI = tw", aliases=("zb-v",)),
+    ScheduleSpec("v-zb", v_zb, "V-ZB (controllable memory, 1F1B's peak)",
+                 stages_per_rank="fixed", default_V=2, split_backward=True,
+                 excess=cf.excess_zbv,
+                 excess_note="(P−1)·tf/2, the V's start-up trip: a lower bound, reached at "
+                             "tf = tI = tw for P = 3, 4 (a constant more elsewhere); Qi et al.: ≈ 0"),
+    ScheduleSpec("v-half", v_half, "V-Half (controllable memory, ½ of 1F1B's peak)",
+                 stages_per_rank="fixed", default_V=2, split_backward=True,
+                 excess_note="≈ P/(2M) of the ideal, Qi et al. 2024 (approximate, no closed "
+                             "form)"),
+    ScheduleSpec("v-min", v_min, "V-Min (controllable memory, ⅓ of 1F1B's peak)",
+                 stages_per_rank="fixed", default_V=2, split_backward=True,
+                 excess_note="≈ 2P/(3M) of the ideal, Qi et al. 2024 (approximate; pplab's "
+                             "list schedule lands higher at P ≥ 8)"),
     ScheduleSpec("dualpipe", dualpipe, "DualPipe (two copies)", split_backward=True,
                  constraints="P even, M even and M ≥ 2P", excess=cf.excess_dualpipe,
                  excess_note="(P/2−1)(tF&B+tB−3tW), DeepSeek-V3 Table 2; exact at F=1, B=2, "

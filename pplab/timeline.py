@@ -71,10 +71,18 @@ def peak_inflight(schedule: Schedule, stage_equivalents: bool = False) -> list[f
 class Timeline:
     """Events per rank plus the metrics the course talks about.
 
-    ``bubble_fraction`` is idle ÷ (P × makespan): the share of all rank-time spent waiting
-    (GPipe paper's denominator). ``bubble_ratio`` is idle ÷ busy: the extra time relative to
-    the ideal, perfectly packed run (Megatron-LM's denominator). Same idle time, two
-    denominators: (P−1)/(M+P−1) and (P−1)/M for GPipe.
+    Three bubble metrics, because three papers measure it three ways:
+
+    * ``bubble_fraction`` = idle ÷ (P × makespan): the share of all rank-time spent waiting
+      in one flushed step (GPipe's denominator); (P−1)/(M+P−1) for GPipe.
+    * ``bubble_ratio`` = idle ÷ busy: the extra time relative to the perfectly packed run
+      (Megatron-LM's denominator); (P−1)/M for GPipe.
+    * ``bubble_rate_span`` = (span − work) ÷ span, where span is the longest time any one
+      rank is occupied, from its first op's start to its last op's end, and work that rank
+      count's busiest total (Zero Bubble §5.3, "the largest execution time of all stages").
+      Ranks that start late and finish early are not charged for it: consecutive steps
+      could overlap there. It equals the makespan-based figures for 1F1B, where rank 0
+      spans the whole step, and is smaller for ZB-H2, whose last rank starts late.
     """
     num_ranks: int
     events: list[Event]
@@ -118,6 +126,22 @@ class Timeline:
         return self.idle / busy if busy > 0 else 0.0
 
     @property
+    def spans(self) -> list[float]:
+        """Per rank: first op's start to last op's end (0 for a rank that ran nothing)."""
+        out = [0.0] * self.num_ranks
+        for r in range(self.num_ranks):
+            evs = [e for e in self.events if e.rank == r]
+            if evs:
+                out[r] = max(e.end for e in evs) - min(e.start for e in evs)
+        return out
+
+    @property
+    def bubble_rate_span(self) -> float:
+        """Zero Bubble's bubble rate: (longest span − busiest rank's work) ÷ longest span."""
+        span = max(self.spans, default=0.0)
+        return (span - max(self.busy, default=0.0)) / span if span > 0 else 0.0
+
+    @property
     def peak_inflight(self) -> list[int]:
         """Per-rank peak of activations alive, in the order the events actually ran."""
         return [int(round(max(inflight_profile(e.op for e in self.rank_events(r)), default=0)))
@@ -128,7 +152,8 @@ class Timeline:
 
     def metrics(self) -> dict:
         return {"makespan": self.makespan, "bubble_fraction": self.bubble_fraction,
-                "bubble_ratio": self.bubble_ratio, "busy": self.busy,
+                "bubble_ratio": self.bubble_ratio,
+                "bubble_rate_span": self.bubble_rate_span, "busy": self.busy,
                 "peak_inflight": self.peak_inflight}
 
     # ---- conversion ----------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The ``pplab`` command: ``simulate``, ``run`` and ``memory`` mirror the library for terminals
+"""The ``pplab`` command: ``simulate``, ``run``, ``search`` and ``memory`` mirror the library for terminals
 and graders. Bad arguments exit with status 2 and one line on stderr, never a traceback.
 
 Subcommands live next to what they drive (``pplab/cli/*.py``) and are imported only when
@@ -15,6 +15,7 @@ import sys
 SUBCOMMANDS = {
     "simulate": ("pplab.cli.simulate", "simulate a schedule and print its timeline"),
     "run": ("pplab.cli.run", "run a schedule for real across torchrun processes"),
+    "search": ("pplab.cli.search", "find a schedule under a cap on in-flight activations"),
     "memory": ("pplab.cli.memory", "per-stage memory and communication for TP×PP×DP"),
 }
 

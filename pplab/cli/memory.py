@@ -7,7 +7,7 @@ import json
 
 from ..memory import ModelSpec, ParallelConfig, get_preset, memory_report
 from ..memory.comm import Network, comm_times, comm_volumes
-from ..memory.planner import Hardware, estimate, plan
+from ..memory.planner import LEAVES_OUT, Hardware, estimate, explain, plan
 
 SHAPES = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 
@@ -34,6 +34,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus-per-node", type=int, default=8)
     p.add_argument("--intra-bw", type=float, default=450, help="GB/s per GPU inside a node")
     p.add_argument("--inter-bw", type=float, default=50, help="GB/s per GPU between nodes")
+    p.add_argument("--gpu-flops", type=float, default=989,
+                   help="peak TFLOP/s per GPU (989 = H100 dense bf16)")
+    p.add_argument("--efficiency", type=float, default=0.4, help="share of peak reached")
+    p.add_argument("--max-pp", type=int, default=16, help="deepest pipeline the planner tries")
+    p.add_argument("--explain", action="store_true", help="the step time term by term")
     p.add_argument("--plan", action="store_true", help="rank all layouts for --gpus GPUs")
     p.add_argument("--global-batch", type=int, help="sequences per step (planner)")
     p.add_argument("--top", type=int, default=10)
@@ -63,10 +68,15 @@ def model_from_args(a) -> ModelSpec:
 def main(a) -> int:
     model = model_from_args(a)
     net = Network(a.intra_bw * 1e9, a.inter_bw * 1e9, a.gpus_per_node)
-    hw = Hardware(memory=a.gpu_memory * 1e9, network=net)
+    if a.gpu_flops <= 0 or not 0 < a.efficiency <= 1:
+        raise ValueError(f"--gpu-flops must be > 0 and --efficiency in (0, 1], got "
+                         f"{a.gpu_flops} and {a.efficiency}")
+    hw = Hardware(memory=a.gpu_memory * 1e9, flops=a.gpu_flops * 1e12,
+                  efficiency=a.efficiency, network=net)
     if a.plan:
         gpus = a.gpus or a.tp * a.pp * a.dp
-        cands = plan(model, gpus, hw, global_batch=a.global_batch, micro_batches=(a.mbs,))
+        cands = plan(model, gpus, hw, global_batch=a.global_batch, micro_batches=(a.mbs,),
+                     max_pp=a.max_pp)
         if a.json:
             print(json.dumps([{"config": c.describe(), "feasible": c.feasible,
                                "reason": c.reason, "step_time": c.step_time if c.feasible
@@ -91,6 +101,7 @@ def main(a) -> int:
     if a.json:
         d = rep.to_dict()
         d.update(bubble_fraction=est["bubble_fraction"], step_time_estimate=est["step_time"],
+                 time_model_leaves_out=list(LEAVES_OUT),
                  comm_bytes_per_step=vol, comm_seconds_per_step=comm_times(vol, cfg, net))
         print(json.dumps(d))
         return 0
@@ -109,4 +120,9 @@ def main(a) -> int:
           f"bubble {est['bubble_fraction']:.1%} of the step (simulated)")
     print("communication per GPU per step: " + ", ".join(
         f"{k.upper()} {v / gb:.2f} GB" for k, v in vol.items()))
+    if a.explain:
+        for term, text in explain(model, cfg, hw):
+            print(f"  {term:<22} {text}")
+    else:
+        print("the time model leaves out: " + "; ".join(LEAVES_OUT[:3]) + "; … (--explain)")
     return 0

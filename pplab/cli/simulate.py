@@ -29,7 +29,8 @@ def add_arguments(p) -> None:
 def result_dict(schedule, timeline) -> dict:
     return {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
             "makespan": timeline.makespan, "bubble_fraction": timeline.bubble_fraction,
-            "bubble_ratio": timeline.bubble_ratio, "peak_inflight": timeline.peak_inflight,
+            "bubble_ratio": timeline.bubble_ratio,
+            "bubble_rate_span": timeline.bubble_rate_span, "peak_inflight": timeline.peak_inflight,
             "busy": timeline.busy, "costs": timeline.meta.get("costs"),
             "stage_to_rank": list(schedule.stage_to_rank),
             "ranks": schedule.rank_texts(),

@@ -7,7 +7,7 @@ last backward cannot hide. TP traffic is added to every forward/backward: it sit
 critical path of each layer. Compute per microbatch per rank is
 FLOPs/token × tokens / (PP·TP) / (peak FLOP/s × efficiency), backward = 2 × forward.
 
-Pruning keeps it quick: TP is a power of two inside one node, PP a power of two ≤ layers,
+Pruning keeps it quick: TP is a power of two inside one node, PP any divisor of the layers,
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
 simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
 the pipeline is in steady state; see ``_affine``).
@@ -158,9 +158,10 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     # Ratios rounded so layouts that differ only slightly share one (scale-free) simulation.
     makespan = tf_all * _makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
                                        round(tb / tf, 1), tw, round(p2p / tf_all, 2))
-    sched = _schedule(*_small_key(cfg))          # same stage layout at the reduced M
-    chunks = sched.num_stages / sched.P
-    busy = cfg.microbatches * (tf_all + tb_all) * chunks * sched.chunk_fraction(0)
+    # Every rank runs each microbatch once through its L/P layers, whatever the placement:
+    # V chunks of 1/V each, or DualPipe's two copies fed M/2 microbatches each. (Counting
+    # stages × chunk share instead counted DualPipe's two directions twice and clamped to 0.)
+    busy = cfg.microbatches * (tf_all + tb_all)
     bubble = max(0.0, 1 - busy / makespan) if makespan > 0 else 0.0
     dp_bytes = _dp_bytes(model, cfg, seq)
     dp_time = dp_bytes / bw["dp"]
@@ -268,6 +269,12 @@ def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
     return rep
 
 
+def _pp_choices(layers: int, limit: int) -> list[int]:
+    """Every pipeline depth that splits the layers evenly, up to ``limit`` (PP = 35 for a
+    105-layer model, as Megatron-LM's Table 1 runs the 530B model)."""
+    return [p for p in range(1, min(layers, limit) + 1) if layers % p == 0]
+
+
 def _pow2_upto(n: int) -> list[int]:
     out, k = [], 1
     while k <= n:
@@ -296,7 +303,7 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
     tps = [t for t in _pow2_upto(min(hw.network.gpus_per_node, gpus))
            if model.heads % t == 0 and model.kv % t == 0 and model.ffn % t == 0]
     for t in tps:
-        for p in _pow2_upto(min(model.layers, gpus // t, max_pp)):
+        for p in _pp_choices(model.layers, min(gpus // t, max_pp)):
             if gpus % (t * p):
                 continue
             d = gpus // (t * p)
@@ -380,3 +387,38 @@ def _states(psi, cfg):
     from .accounting import model_states_bytes
     return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
                               cfg.bytes_optim)
+
+
+#: what the step-time model does not see, printed next to every estimate
+LEAVES_OUT = (
+    "kernel efficiency is one number (--efficiency); no per-kernel or small-matrix slowdown",
+    "the embedding and LM head are not timed (their parameters and memory are counted)",
+    "communication never overlaps compute except the DP reduce behind the last backward",
+    "no congestion: each axis gets its link bandwidth alone; no latency per message",
+    "no optimizer step time, no data loading, no stragglers or failures",
+    "DualPipe's F&B overlap is taken as free (tfb = tf + tb): it needs kernels that overlap",
+)
+
+
+def explain(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
+            seq: int | None = None) -> list[tuple[str, str]]:
+    """The step time of one layout, term by term, as (term, value with its formula) rows:
+    what lesson 09 shows when it opens the planner's box."""
+    hw = hw or Hardware()
+    e = estimate(model, cfg, hw, seq)
+    tf, tb = compute_costs(model, cfg, hw, seq)
+    M = cfg.microbatches
+    ms = lambda x: f"{x * 1e3:.2f} ms"
+    return [
+        ("compute per microbatch", f"tf {ms(tf)}, tb {ms(tb)} = FLOPs/token × tokens ÷ "
+         f"(PP·TP) ÷ ({hw.flops / 1e12:.0f} TFLOP/s × {hw.efficiency:.0%})"),
+        ("with TP traffic", f"tf {ms(e['tf'])}, tb {ms(e['tb'])} (one all-reduce "
+         f"{ms(e['tp_time_per_allreduce'])}, 4 per layer per F+B)"),
+        ("ideal pipeline", f"M·(tf+tb) = {M} × {ms(e['tf'] + e['tb'])} = "
+         f"{ms(M * (e['tf'] + e['tb']))}"),
+        ("pipeline makespan", f"{ms(e['makespan'])} simulated ({cfg.schedule}, p2p hop "
+         f"{ms(e['p2p'])}); bubble {e['bubble_fraction']:.1%}"),
+        ("DP gradient traffic", f"{ms(e['dp_time'])}, of which {ms(e['dp_exposed'])} is "
+         "not hidden behind the last backward"),
+        ("step time", f"{ms(e['step_time'])} = makespan + exposed DP traffic"),
+    ] + [("left out", item) for item in LEAVES_OUT]

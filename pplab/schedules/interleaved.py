@@ -20,6 +20,22 @@ def _chunk_order(P: int, M: int, V: int, rank: int, group: int, backward: bool):
     return order
 
 
+def _depth_first_rank(P: int, M: int, V: int, r: int, group: int):
+    """One rank of Megatron's interleaved order with microbatches taken ``group`` at a time:
+    a warm-up of forwards, then one forward one backward, then the remaining backwards."""
+    total = M * V
+    fwd = _chunk_order(P, M, V, r, group, backward=False)
+    bwd = _chunk_order(P, M, V, r, group, backward=True)
+    # Megatron's warm-up depth; with V = 1 it must reduce to plain 1F1B's P−r−1.
+    depth = P - r - 1 if V == 1 else (P - r - 1) * 2 + (V - 1) * group
+    warmup = min(total, depth)
+    ops = [F(*fwd[i]) for i in range(warmup)]
+    for i in range(total - warmup):
+        ops += [F(*fwd[warmup + i]), B(*bwd[i])]
+    ops += [B(*bwd[i]) for i in range(total - warmup, total)]
+    return ops
+
+
 def interleaved(P: int, M: int, V: int = 2) -> Schedule:
     """Megatron-LM's interleaved 1F1B: V chunks per rank, stage s on rank s mod P.
 
@@ -35,19 +51,7 @@ def interleaved(P: int, M: int, V: int = 2) -> Schedule:
         lo, hi = max(P, M - M % P), M + P - M % P
         raise ValueError(f"interleaved needs M to be a multiple of P (microbatches go round the "
                          f"ranks in groups of P), got M={M}, P={P}; try M={lo} or M={hi}")
-    total = M * V
-    ranks = []
-    for r in range(P):
-        fwd = _chunk_order(P, M, V, r, P, backward=False)
-        bwd = _chunk_order(P, M, V, r, P, backward=True)
-        # Megatron's warm-up depth; with V = 1 it must reduce to plain 1F1B's P−r−1.
-        depth = P - r - 1 if V == 1 else (P - r - 1) * 2 + (V - 1) * P
-        warmup = min(total, depth)
-        ops = [F(*fwd[i]) for i in range(warmup)]
-        for i in range(total - warmup):
-            ops += [F(*fwd[warmup + i]), B(*bwd[i])]
-        ops += [B(*bwd[i]) for i in range(total - warmup, total)]
-        ranks.append(ops)
+    ranks = [_depth_first_rank(P, M, V, r, group=P) for r in range(P)]
     return build("interleaved", P, M, looped_placement(P, V), ranks, V=V)
 
 
@@ -55,10 +59,10 @@ def breadth_first(P: int, M: int, V: int = 2) -> Schedule:
     """Looped breadth-first (GPipe over virtual stages): every microbatch through chunk 0,
     then all through chunk 1, ...; backwards in reverse.
 
-    Source: Lamy-Poirier 2023 "Breadth-First Pipeline Parallelism"; Llama 3 §3.3.2 uses a
-    tunable mix. Same bubble as interleaved but every rank holds all M·V chunk activations,
-    in exchange for overlapping data-parallel communication better. Constraints: none beyond
-    P, M, V ≥ 1.
+    Source: Lamy-Poirier 2023 "Breadth-First Pipeline Parallelism" (its looped, all-forward
+    variant). Same bubble as interleaved but every rank holds all M·V chunk activations, in
+    exchange for overlapping data-parallel communication better. What Llama 3 and Megatron
+    actually run is ``bfs_1f1b`` below. Constraints: none beyond P, M, V ≥ 1.
     """
     check_basics("bfs", P, M, V)
     ranks = []
@@ -67,3 +71,23 @@ def breadth_first(P: int, M: int, V: int = 2) -> Schedule:
         ops += [B(*sm) for sm in _chunk_order(P, M, V, r, M, backward=True)]
         ranks.append(ops)
     return build("bfs", P, M, looped_placement(P, V), ranks, V=V)
+
+
+def bfs_1f1b(P: int, M: int, V: int = 2) -> Schedule:
+    """Breadth-first with a 1F1B steady state: all M microbatches go through chunk 0 before
+    any enters chunk 1 (breadth-first), but backwards start as soon as the warm-up is done.
+
+    Source: Megatron-LM's interleaved schedule with ``microbatch_group_size_per_vp_stage =
+    M``, the knob Llama 3 §3.3.2 tunes between depth-first (group P, ``interleaved``) and
+    breadth-first. Rank r warms up with 2(P−r−1) + (V−1)·M chunk-forwards, so it holds
+    more activations than interleaved 1F1B but far fewer than looped BFS's M·V, and each
+    chunk's gradients are complete earlier, which lets data-parallel reduction overlap.
+    Constraints: M ≥ P (a group must cover the pipeline, as Megatron requires); V ≥ 1
+    (V = 1 is plain 1F1B).
+    """
+    check_basics("bfs-1f1b", P, M, V)
+    if M < P:
+        raise ValueError(f"bfs-1f1b needs M ≥ P (one group of microbatches must fill the "
+                         f"pipeline), got M={M}, P={P}; try M={P}")
+    ranks = [_depth_first_rank(P, M, V, r, group=M) for r in range(P)]
+    return build("bfs-1f1b", P, M, looped_placement(P, V), ranks, V=V)
