@@ -83,7 +83,8 @@ SPECS: tuple[ScheduleSpec, ...] = (
                  stages_per_rank="fixed", default_V=2, split_backward=True,
                  excess=cf.excess_zbv,
                  excess_note="(P−1)·tf/2, the V's start-up trip: a lower bound, reached at "
-                             "tf = tI = tw for P = 3, 4 (a constant more elsewhere); Qi et al.: ≈ 0"),
+                             "tf = tI = tw for P = 3, 4 (a constant more elsewhere); "
+                             "Qi et al.: ≈ 0"),
     ScheduleSpec("v-half", v_half, "V-Half (controllable memory, ½ of 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
                  excess_note="≈ P/(2M) of the ideal, Qi et al. 2024 (approximate, no closed "

@@ -1,5 +1,6 @@
-"""The ``pplab`` command: ``simulate``, ``run``, ``search`` and ``memory`` mirror the library for terminals
-and graders. Bad arguments exit with status 2 and one line on stderr, never a traceback.
+"""The ``pplab`` command: ``simulate``, ``run``, ``search`` and ``memory`` mirror the library
+for terminals and graders. Bad arguments exit with status 2 and one line on stderr, never a
+traceback.
 
 Subcommands live next to what they drive (``pplab/cli/*.py``) and are imported only when
 used, so ``pplab simulate`` never imports torch.
