@@ -17,11 +17,12 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from ..ir import Schedule
+from ..memory.parallel import RUNTIME_RECOMPUTE
 from ..partition import stage_layers
 
 #: none; full = every block checkpointed (Megatron's full recomputation); selective = only the
 #: attention core; stage = all of a stage's blocks as one region (GPipe's re-materialization)
-RECOMPUTE = ("none", "full", "selective", "stage")
+RECOMPUTE = RUNTIME_RECOMPUTE
 
 
 @dataclass(frozen=True)
