@@ -4,8 +4,9 @@ Cells are torch's ``_Action`` strings: ``0F1``, ``3I0``, ``2W5``, an overlapped 
 ``(0F3;5B1)OVERLAP_F_B``, and in the lowered "compute_comms" form ``1SEND_F0`` / ``2RECV_F0``
 / ``2SEND_B0`` / ``1RECV_B0``, plus torch's ``{stage}REDUCE_GRAD`` after a stage's last
 backward (where torch's runtime scales the gradients by 1/M; its own lowering adds it to a
-"compute_only" schedule, a "compute_comms" one must carry it). Torch's stages form one chain, so DualPipe's two model copies
-(``copies=2``) have no spelling there; everything else in the registry does.
+"compute_only" schedule, a "compute_comms" one must carry it). Torch's stages form one
+chain, so DualPipe's two model copies (``copies=2``) have no spelling there; everything else
+in the registry does.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ def emulated_costs(emulate: dict) -> Costs:
 class RunConfig:
     """Everything a run needs besides the schedule."""
     steps: int = 2
-    emulate: dict | None = None          # {"tf":.., "tb":.., "tw":.., "tfb":.., "mode": "add"|"pad"}
+    emulate: dict | None = None          # {"tf", "tb", "tw", "tfb": s, "mode": "add"|"pad"}
     recompute: str = "none"              # none | full | selective | stage
     model: TinyConfig = field(default_factory=TinyConfig)
     seed: int = 0

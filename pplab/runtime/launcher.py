@@ -172,7 +172,8 @@ def _diagnose(tmp: str, output: str, schedule: Schedule | None, timed_out: bool,
     for r, d in sorted(raised.items()):
         tb = [ln for ln in d.get("traceback", "").strip().splitlines() if ln.strip()]
         excerpt = " | ".join(ln.strip() for ln in tb[-4:-1])
-        lines.append(f"rank {r} failed: {d['message']}" + (f" (traceback: {excerpt})" if excerpt else ""))
+        lines.append(f"rank {r} failed: {d['message']}"
+                     + (f" (traceback: {excerpt})" if excerpt else ""))
     # ranks that died without writing anything (killed): torchrun names them with exit codes
     for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)",
                          output):
@@ -214,7 +215,8 @@ def check_nodes(P: int, nnodes: int, node_rank: int, rdzv_endpoint: str | None) 
     if nnodes < 1:
         raise ValueError(f"nnodes must be ≥ 1, got {nnodes}")
     if not 0 <= node_rank < nnodes:
-        raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, got {node_rank}")
+        raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, "
+                         f"got {node_rank}")
     if P % nnodes:
         raise ValueError(f"P={P} ranks cannot be split evenly over {nnodes} nodes; "
                          f"use a P that is a multiple of {nnodes}")

@@ -130,7 +130,8 @@ def linear_weight_grads(x, grad_out, has_bias):
 
 
 class SplitLinear(nn.Linear):
-    """nn.Linear whose weight gradient can be deferred (see defer_weight_grads); same parameter names."""
+    """nn.Linear whose weight gradient can be deferred (see defer_weight_grads); same
+    parameter names."""
 
     def forward(self, x):
         if torch.is_grad_enabled() and self.weight.requires_grad:
