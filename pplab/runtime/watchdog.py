@@ -32,17 +32,17 @@ class Watchdog(threading.Thread):
 
     @contextlib.contextmanager
     def watching(self, what: str):
-        """The main thread waits for ``what`` inside this block."""
+        """The main thread waits for ``what`` inside this block. If the wait ends in an
+        exception (a peer died), the ``.wait`` report stays: it names what this rank was
+        stuck on, which the launcher's diagnosis needs."""
         with self.lock:
             self.what, self.since, self.reported = what, time.monotonic(), False
-        try:
-            yield
-        finally:
-            with self.lock:
-                reported, self.what = self.reported, None
-            if reported:
-                with contextlib.suppress(OSError):
-                    os.remove(os.path.join(self.err_dir, f"rank{self.rank}.wait"))
+        yield
+        with self.lock:
+            reported, self.what = self.reported, None
+        if reported:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(self.err_dir, f"rank{self.rank}.wait"))
 
     def run(self) -> None:
         while True:

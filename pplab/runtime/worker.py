@@ -114,8 +114,9 @@ class RankRunner:
 
     # ---- the heart: one training step ---------------------------------------------------
     def step(self, step_no: int, track_memory: bool = True) -> dict:
-        """One training step: run the lowered list item by item, then the copy sum, the loss
-        all-reduce and the optimizer. ``track_memory``: count saved bytes (warm-up step only,
+        """One training step: run the lowered list item by item, then the copy sum and the
+        optimizer. The loss is this rank's part (rank 0 sums the gathered parts, outside the
+        timed region). ``track_memory``: count saved bytes (warm-up step only,
         since the hooks' Python cost would distort step times)."""
         m = self.cfg.model
         st = StepState(make_batch(m, self.sched.M, self.cfg.seed, self.start_step + step_no),
@@ -176,7 +177,6 @@ class RankRunner:
             raise RuntimeError(f"rank {self.rank}: nothing consumed {k} (its op is missing "
                                "from this rank's list)")
         sum_copy_grads(self.sched, self.rank, self.params, self.wd)
-        dist.all_reduce(st.loss_sum)
         if self.device.type == "cuda":   # NCCL ops return at once; the step ends when they do
             torch.cuda.synchronize(self.device)   # safe here: every message is posted
 
@@ -364,7 +364,7 @@ class _Record:
     last: list | None = None
 
     def add(self, runner: RankRunner, k: int, out: dict, gathered: list) -> None:
-        self.losses.append(out["loss"])
+        self.losses.append(sum(g["loss"] for g in gathered))
         self.times.append(out["step_time"])
         if runner.ref is not None:
             rl, rg = runner.reference_step(k)
@@ -400,11 +400,11 @@ def _do_run(spec: RunSpec, rank: int, world: int, device, wd: Watchdog, offset: 
         runner.steps_done = k + 1
         gathered = [None] * world if rank == 0 else None
         dist.gather_object({key: out[key] for key in ("grads", "events", "peak_saved",
-                                                      "cuda_peak")}, gathered, dst=0)
+                                                      "cuda_peak", "loss")}, gathered, dst=0)
         if rank == 0:
             record.add(runner, k, out, gathered)
-            progress(f"{spec.schedule.name}: step {k + 1}/{steps} loss {out['loss']:.6f} "
-                     f"({out['step_time'] * 1e3:.1f} ms)")
+            progress(f"{spec.schedule.name}: step {k + 1}/{steps} loss "
+                     f"{record.losses[-1]:.6f} ({out['step_time'] * 1e3:.1f} ms)")
     if spec.config.save_checkpoint:
         runner.save(spec.config.save_checkpoint)
     box = [record.summary(spec.schedule) if rank == 0 else None]
