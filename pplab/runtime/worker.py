@@ -499,10 +499,15 @@ def main(argv=None) -> int:
     wd.start()
     try:
         _serve(job, rank, world, wd)
-        return 0
     except BaseException as e:  # noqa: BLE001 - report every failure, then exit non-zero
         _report_failure(e, rank, job["err_dir"])
         os._exit(1)
+    # everything is written and the process group destroyed: skip the interpreter's teardown,
+    # where a gloo thread's destructor once aborted a finished rank ("terminate called
+    # without an active exception", SIGABRT) and turned a good run into a failed one
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
