@@ -35,7 +35,8 @@ def torch_worker(job_path: str) -> None:
     from torch.distributed.pipelining import PipelineStage
     from torch.distributed.pipelining import schedules as S
 
-    from pplab.runtime.model import TinyConfig, TinyGPT, build_stage_modules, make_batch
+    from pplab.runtime.model import (TinyConfig, TinyGPT, build_stage_modules, make_batch,
+                                     make_optimizer)
     from pplab.registry import make_schedule
 
     job = json.load(open(job_path))
@@ -55,12 +56,13 @@ def torch_worker(job_path: str) -> None:
     cls = getattr(S, TORCH_CLASSES[job["schedule"]])
     multi = issubclass(cls, S.PipelineScheduleMulti)
     pipe = cls(stages if multi else stages[0], n_microbatches=job["M"], loss_fn=loss_fn)
+    # the same work as a pplab step: a new batch each step, then SGD with momentum (pplab's
+    # default optimizer), inside the timed region on both sides
+    opt = make_optimizer([p for m in mods.values() for p in m.parameters()])
     times = []
     grads = {}
     for step in range(job["steps"]):
-        inputs, targets = make_batch(cfg, job["M"], 0, 0)   # same batch each step: no optimizer
-        for m in mods.values():
-            m.zero_grad(set_to_none=True)
+        inputs, targets = make_batch(cfg, job["M"], 0, step)
         dist.barrier()
         t0 = time.perf_counter()
         first = any(sched.is_first(s) for s in my)
@@ -72,14 +74,16 @@ def torch_worker(job_path: str) -> None:
             pipe.step(inputs, **kw)
         else:
             pipe.step(**kw)
+        if step == 0:       # checked against one process, before the optimizer moves weights
+            grads = {n: p.grad.clone() for m in mods.values() for n, p in m.named_parameters()}
+        opt.step()
+        opt.zero_grad(set_to_none=True)
         dist.barrier()
         times.append(time.perf_counter() - t0)
     order = getattr(pipe, "pipeline_order", None) or None   # filled in by the first step
     if not order or not any(order.values()):
         # runtime classes keep the lowered order (with SEND/RECV actions) here
         order = getattr(pipe, "pipeline_order_with_comms", None)
-    for m in mods.values():
-        grads.update({n: p.grad.clone() for n, p in m.named_parameters()})
     gathered = [None] * P if rank == 0 else None
     dist.gather_object(grads, gathered, dst=0)
     if rank == 0:
@@ -174,7 +178,7 @@ def compare(name: str, P: int, M: int, V, steps: int, repeats: int):
     for k in range(repeats):
         runs = {}
         for side in (("pplab", "torch") if k % 2 == 0 else ("torch", "pplab")):
-            if side == "pplab":   # the SGD step is inside pplab's step time; torch runs none
+            if side == "pplab":   # both sides time the pipeline step plus one SGD step
                 runs[side] = run_schedule(sched, steps=steps, timeout=600)
             else:
                 runs[side] = run_torch(name, P, M, V, steps)

@@ -5,11 +5,17 @@ through stage 0, ``3B0`` the full backward of microbatch 0 on stage 3. The numbe
 kind is always the *stage*; which rank runs it is the schedule's placement. ``I`` is the
 backward for inputs and ``W`` the backward for weights (zero-bubble schedules split ``B`` into
 the two). An overlapped forward+backward pair, as DualPipe runs it, prints ``(0F3;5B1)``.
+
+A *lowered* schedule (pplab/lower.py) adds the point-to-point half-messages as ``Comm``
+items, in torch.distributed.pipelining's spelling: ``1SEND_F0`` (stage 1 sends the
+activation of microbatch 0), ``2RECV_F0`` (stage 2 receives it), ``2SEND_B0`` / ``1RECV_B0``
+for the gradient going back.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Iterator, Sequence, Union
 
 KINDS = ("F", "B", "I", "W")
@@ -56,9 +62,44 @@ class Overlap:
         return f"({self.forward};{self.backward})"
 
 
+#: torch's names; the stage is the sender's for SEND_*, the receiver's for RECV_*
+COMM_KINDS = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+
+
+@dataclass(frozen=True, order=True)
+class Comm:
+    """One side of a point-to-point message in a lowered schedule (see the module doc)."""
+    stage: int
+    kind: str
+    microbatch: int
+
+    def __post_init__(self):
+        if self.kind not in COMM_KINDS:
+            raise ValueError(f"unknown comm kind {self.kind!r}; kinds are {', '.join(COMM_KINDS)}")
+
+    @property
+    def is_send(self) -> bool:
+        return self.kind.startswith("SEND")
+
+    @property
+    def forward(self) -> bool:
+        """True for the activation (F) direction, False for the gradient (B) direction."""
+        return self.kind.endswith("F")
+
+    @property
+    def peer_stage(self) -> int:
+        """The stage at the other end: activations flow up the stages, gradients down."""
+        return self.stage + (1 if self.forward == self.is_send else -1)
+
+    def __str__(self) -> str:
+        return f"{self.stage}{self.kind}{self.microbatch}"
+
+
 Op = Union[Action, Overlap]
+Item = Union[Action, Overlap, Comm]      # one entry of a lowered rank list
 _ACTION_RE = re.compile(r"^\s*(\d+)\s*([FBIW])\s*(\d+)\s*$")
-_OVERLAP_RE = re.compile(r"^\s*\(([^;()]+);([^;()]+)\)\s*$")
+_OVERLAP_RE = re.compile(r"^\s*\(([^;()]+);([^;()]+)\)\s*(OVERLAP_F_B)?\s*$")
+_COMM_RE = re.compile(r"^\s*(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)\s*$")
 
 
 def parse_op(text: str) -> Op:
@@ -71,6 +112,15 @@ def parse_op(text: str) -> Op:
         raise ValueError(f"cannot read action {text!r}: expected stage, kind, microbatch "
                          "like '0F1', '3B0', '2W5' or an overlapped pair '(0F3;5B1)'")
     return Action(int(m.group(1)), m.group(2), int(m.group(3)))
+
+
+def parse_item(text: str) -> Item:
+    """Parse a lowered entry: a compute op (torch's ``(0F3;5B1)OVERLAP_F_B`` too) or a
+    ``Comm`` like ``1SEND_F0``."""
+    m = _COMM_RE.match(text)
+    if m:
+        return Comm(int(m.group(1)), m.group(2), int(m.group(3)))
+    return parse_op(text)
 
 
 @dataclass(frozen=True)
@@ -148,6 +198,22 @@ class Schedule:
         """Which (rank, step) runs each action (both parts of an overlapped pair map to it)."""
         return {a: (rank, step) for rank, step, op in self.actions() for a in op.parts}
 
+    @cached_property
+    def _backward_kind(self) -> dict[tuple[int, int], str]:
+        return {(a.stage, a.microbatch): a.kind for _, _, op in self.actions()
+                for a in op.parts if a.kind in ("B", "I")}
+
+    def input_of(self, action: Action) -> Action | None:
+        """The action on a neighbouring stage whose output ``action`` consumes, or None (a
+        copy's first forward, its last backward, any W). The one place that answers "who
+        makes my input": the simulator, the lowering and the worker all ask here."""
+        s, mb = action.stage, action.microbatch
+        if action.kind == "F":
+            return None if self.is_first(s) else Action(s - 1, "F", mb)
+        if action.kind == "W" or self.is_last(s):
+            return None
+        return Action(s + 1, self._backward_kind.get((s + 1, mb), "B"), mb)
+
     @property
     def num_actions(self) -> int:
         return sum(len(op.parts) for ops in self.ranks for op in ops)
@@ -210,3 +276,27 @@ class Schedule:
             virtual = max(1, len(stage_to_rank) // max(1, len(ranks)) // copies)
         return cls(name, len(ranks), num_microbatches, tuple(stage_to_rank), tuple(ranks),
                    virtual, copies)
+
+    # ---- interchange ---------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """Plain JSON-able form (the runtime's job file carries it to every rank)."""
+        return {"name": self.name, "P": self.P, "M": self.M, "V": self.V, "copies": self.copies,
+                "stage_to_rank": list(self.stage_to_rank), "ranks": self.rank_texts()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Schedule":
+        ranks = tuple(tuple(parse_op(t) for t in row) for row in d["ranks"])
+        return cls(d["name"], int(d["P"]), int(d["M"]), tuple(d["stage_to_rank"]), ranks,
+                   int(d.get("V", 1)), int(d.get("copies", 1)))
+
+    def to_csv(self, fmt: str = "compute_only") -> str:
+        """torch.distributed.pipelining's CSV: one row per rank, one action string per cell.
+        ``fmt="compute_comms"`` writes the lowered form with SEND/RECV actions."""
+        from .torch_format import to_csv
+        return to_csv(self, fmt)
+
+    @classmethod
+    def from_csv(cls, text: str, **kw) -> "Schedule":
+        """Read either CSV form back (SEND/RECV cells are dropped: the lowering remakes them)."""
+        from .torch_format import from_csv
+        return from_csv(text, **kw)

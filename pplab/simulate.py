@@ -62,27 +62,13 @@ class Costs:
         return self.base(op.kind) * scale + self.fixed
 
 
-def dependencies(schedule: Schedule, action: Action, backward_kind: dict) -> list[Action]:
-    """What must have finished before ``action`` can start."""
-    s, mb = action.stage, action.microbatch
-    if action.kind == "F":
-        return [] if schedule.is_first(s) else [Action(s - 1, "F", mb)]
-    if action.kind == "W":
-        return [Action(s, "I", mb)]
-    deps = [Action(s, "F", mb)]
-    if not schedule.is_last(s):
-        nxt = s + 1
-        deps.append(Action(nxt, backward_kind.get((nxt, mb), "B"), mb))
-    return deps
-
-
-def _backward_kinds(schedule: Schedule) -> dict:
-    kinds = {}
-    for _, _, op in schedule.actions():
-        for a in op.parts:
-            if a.kind in ("B", "I"):
-                kinds[(a.stage, a.microbatch)] = a.kind
-    return kinds
+def dependencies(schedule: Schedule, action: Action) -> list[Action]:
+    """What must have finished before ``action`` can start: its input from a neighbouring
+    stage (``Schedule.input_of``) and, for a backward, its own stage's earlier part."""
+    own = {"F": None, "B": "F", "I": "F", "W": "I"}[action.kind]
+    deps = [Action(action.stage, own, action.microbatch)] if own else []
+    src = schedule.input_of(action)
+    return deps + ([src] if src is not None else [])
 
 
 def execute(schedule: Schedule, duration: Callable[[Op], float],
@@ -93,7 +79,6 @@ def execute(schedule: Schedule, duration: Callable[[Op], float],
     ``comm`` for a dependency produced on another rank). Each rank is re-tried only when
     something it waits on finishes, so the cost is linear in the number of ops.
     """
-    bkinds = _backward_kinds(schedule)
     owner = schedule.owners()                    # action -> (rank, step) that runs it
     done: dict[Action, tuple[float, int]] = {}   # action -> (end time, rank)
     pointer = [0] * schedule.P
@@ -109,7 +94,7 @@ def execute(schedule: Schedule, duration: Callable[[Op], float],
             ready, blocked = free_at[rank], None
             inner = set(op.parts)
             for a in op.parts:
-                for dep in dependencies(schedule, a, bkinds):
+                for dep in dependencies(schedule, a):
                     if dep in inner:
                         continue
                     if dep not in done:
@@ -134,17 +119,17 @@ def execute(schedule: Schedule, duration: Callable[[Op], float],
                 todo.extend(waiting.pop(a, ()))
     stuck = [r for r in range(schedule.P) if pointer[r] < len(schedule.ranks[r])]
     if stuck:
-        raise DeadlockError(_describe_deadlock(schedule, pointer, owner, bkinds, stuck))
+        raise DeadlockError(_describe_deadlock(schedule, pointer, owner, stuck))
     return events
 
 
-def _describe_deadlock(schedule, pointer, owner, bkinds, stuck) -> str:
+def _describe_deadlock(schedule, pointer, owner, stuck) -> str:
     """Follow 'waits on' links from the first stuck rank until they loop."""
     def head_wait(rank):
         op = schedule.ranks[rank][pointer[rank]]
         inner = set(op.parts)
         for a in op.parts:
-            for dep in dependencies(schedule, a, bkinds):
+            for dep in dependencies(schedule, a):
                 if dep not in inner and owner.get(dep) is not None:
                     dr, ds = owner[dep]
                     if ds >= pointer[dr]:

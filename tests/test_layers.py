@@ -20,7 +20,7 @@ from pplab import make_schedule, simulate, validate, NAMES
 from pplab.canvases.timeline import render, render_compare
 from pplab.canvases.interleaved import render_interleaved
 from pplab.canvases.zero_bubble import render_zero_bubble
-from pplab.comm_order import in_order_plan, p2p_messages
+from pplab.lower import in_order_plan, p2p_messages
 from pplab.memory import ParallelConfig, get_preset, memory_report
 from pplab.text import timeline_to_text
 for name in NAMES:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 
-from ..comm_order import p2p_messages
+from ..lower import p2p_messages
 from ..registry import make_schedule, names
 from ..timeline import peak_inflight
 from .base import (M_RANGE, P_RANGE, V_RANGE, Canvas, build_canvas, simulate_or_message, summary,

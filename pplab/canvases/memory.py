@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..memory import ParallelConfig, PRESETS, get_preset, memory_report
 from ..memory.activations import layer_activation_bytes
+from ..memory.parallel import RECOMPUTE
 from .base import build_canvas
 
 GB = 1e9
@@ -19,7 +20,6 @@ DP_VALUES = (1, 2, 4, 8, 16, 32, 64)
 GPU_VALUES = (8, 16, 32, 64, 128)
 SEQ_VALUES = (512, 1024, 2048, 4096, 8192)
 MEM_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")
-RECOMPUTE = ("none", "selective", "full")
 M_RANGE = (1, 32)
 MBS_RANGE = (1, 8)
 

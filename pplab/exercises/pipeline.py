@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from ..comm_order import Message, check_in_order, messages
+from ..lower import Message, check_in_order, messages
 from ..ir import Schedule, parse_op
 from ..partition import balanced_split
 from ..registry import make_schedule

@@ -112,7 +112,7 @@ def check_fixed_schedule(rows, broken: Sequence[str], P: int, M: int) -> bool:
 
 def count_p2p(P: int, M: int, V: int) -> int:
     """Messages one interleaved step sends (V=1: plain 1F1B), counted from the schedule."""
-    from ..comm_order import p2p_messages
+    from ..lower import p2p_messages
     return p2p_messages(make_schedule("interleaved", P, M, V))
 
 

@@ -11,7 +11,10 @@ from ..ir import Schedule
 from ..registry import make_schedule
 from .model_spec import ModelSpec
 
+#: recomputation modes: the memory model predicts the first three; the runtime also runs
+#: "stage" (GPipe's whole-stage re-materialization), measured but not in the parallel model
 RECOMPUTE = ("none", "selective", "full")
+RUNTIME_RECOMPUTE = RECOMPUTE + ("stage",)
 
 
 @dataclass(frozen=True)

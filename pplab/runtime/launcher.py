@@ -21,58 +21,17 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from ..ir import Schedule
+from ..ir import Schedule, parse_op
 from ..registry import make_schedule
-from ..simulate import Costs, simulate
+from ..simulate import simulate
 from ..timeline import Event, Timeline
-from ..ir import parse_op
 from ..validate import problems
-from .model import RECOMPUTE, TinyConfig, check_model_fits
+from .config import RunConfig, RunSpec, emulated_costs
+from .model import TinyConfig, check_model_fits
 
 
 class RunError(RuntimeError):
     """A run failed; the message names the rank(s) and the cause."""
-
-
-@dataclass
-class RunConfig:
-    """Everything a run needs besides the schedule."""
-    steps: int = 2
-    emulate: dict | None = None          # {"tf":.., "tb":.., "tw":.., "tfb":.., "mode": "add"|"pad"}
-    recompute: str = "none"              # none | full | selective
-    model: TinyConfig = field(default_factory=TinyConfig)
-    seed: int = 0
-    optimizer: str = "sgd"               # sgd (momentum 0.9) | adam
-    lr: float = 0.05
-    device: str = "auto"                 # auto | cpu | cuda
-    comm: str = "auto"                   # auto | up-front (gloo's) | in-order (NCCL's)
-    check: bool = True                   # compare with a single-process reference on rank 0
-    control: str | None = None           # negative controls: "seed" | "drop" | "misorder"
-    fault: dict | None = None            # tests: {"rank": r, "op": i, "kind": "raise"|"kill"}
-    save_checkpoint: str | None = None
-    load_checkpoint: str | None = None
-
-    def validate(self) -> None:
-        if self.recompute not in RECOMPUTE:
-            raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
-                             f"got {self.recompute!r}")
-        if self.steps < 1:
-            raise ValueError(f"steps must be ≥ 1, got {self.steps}")
-        if self.optimizer not in ("sgd", "adam"):
-            raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ValueError(f"device must be auto, cpu or cuda, got {self.device!r}")
-        if self.comm not in ("auto", "up-front", "in-order"):
-            raise ValueError(f"comm must be auto, up-front or in-order, got {self.comm!r}")
-        if self.control not in (None, "seed", "drop", "misorder"):
-            raise ValueError(f"control must be seed, drop or misorder, got {self.control!r}")
-        if self.control == "misorder" and self.comm != "in-order":
-            raise ValueError("control='misorder' swaps in-order receives: use comm='in-order'")
-        if self.emulate is not None:
-            mode = self.emulate.get("mode", "add")
-            if mode not in ("add", "pad"):
-                raise ValueError(f"emulate mode must be 'add' or 'pad', got {mode!r}")
-            _costs(self.emulate)         # raises ValueError for negative / inconsistent costs
 
 
 @dataclass
@@ -126,13 +85,6 @@ class RunResult:
 
 
 # ---- helpers -------------------------------------------------------------------------------
-def _costs(emulate: dict) -> Costs:
-    try:
-        return Costs(**{k: v for k, v in emulate.items() if k != "mode"})
-    except TypeError as e:
-        raise ValueError(f"emulate takes tf, tb, tw, tfb (seconds per chunk) and mode: {e}") from None
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -147,11 +99,6 @@ def resolve_schedule(schedule_or_name, P: int | None, M: int | None, V: int | No
     if P is None or M is None:
         raise ValueError("give P and M with a schedule name")
     return make_schedule(schedule_or_name, P, M, V)
-
-
-def _schedule_dict(s: Schedule) -> dict:
-    return {"name": s.name, "P": s.P, "M": s.M, "V": s.V, "copies": s.copies,
-            "stage_to_rank": list(s.stage_to_rank), "ranks": s.rank_texts()}
 
 
 def _check(schedule: Schedule, cfg: RunConfig) -> None:
@@ -225,7 +172,8 @@ def _diagnose(tmp: str, output: str, schedule: Schedule | None, timed_out: bool,
     for r, d in sorted(raised.items()):
         tb = [ln for ln in d.get("traceback", "").strip().splitlines() if ln.strip()]
         excerpt = " | ".join(ln.strip() for ln in tb[-4:-1])
-        lines.append(f"rank {r} failed: {d['message']}" + (f" (traceback: {excerpt})" if excerpt else ""))
+        lines.append(f"rank {r} failed: {d['message']}"
+                     + (f" (traceback: {excerpt})" if excerpt else ""))
     # ranks that died without writing anything (killed): torchrun names them with exit codes
     for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)",
                          output):
@@ -267,7 +215,8 @@ def check_nodes(P: int, nnodes: int, node_rank: int, rdzv_endpoint: str | None) 
     if nnodes < 1:
         raise ValueError(f"nnodes must be ≥ 1, got {nnodes}")
     if not 0 <= node_rank < nnodes:
-        raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, got {node_rank}")
+        raise ValueError(f"node_rank must be in 0..{nnodes - 1} for nnodes={nnodes}, "
+                         f"got {node_rank}")
     if P % nnodes:
         raise ValueError(f"P={P} ranks cannot be split evenly over {nnodes} nodes; "
                          f"use a P that is a multiple of {nnodes}")
@@ -294,21 +243,51 @@ def _launch(*args, **kw) -> tuple[dict, list[dict]]:
     raise AssertionError("unreachable")
 
 
-def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, device: str,
-                 progress: Callable[[str], None] | None, nnodes: int = 1, node_rank: int = 0,
-                 rdzv_endpoint: str | None = None, keep_dir: str | None = None,
+def _launch_once(P: int, runs: list[RunSpec], *, timeout: float, comm_timeout: float,
+                 device: str, progress: Callable[[str], None] | None, nnodes: int = 1,
+                 node_rank: int = 0, rdzv_endpoint: str | None = None,
+                 keep_dir: str | None = None,
                  schedule: Schedule | None = None) -> tuple[dict, list[dict]]:
     """One torchrun launch of P / nnodes local ranks (the node arguments were checked by
     ``check_nodes`` before anything was written)."""
     tmp = keep_dir or tempfile.mkdtemp(prefix="pplab-run-")
     os.makedirs(tmp, exist_ok=True)
+    job = _write_job(tmp, runs, comm_timeout, device)
+    cmd = _torchrun_command(P, job["path"], nnodes, node_rank, rdzv_endpoint)
+    if progress:
+        progress(f"starting torchrun with {P} ranks")
+    returncode, timed_out, output, left = _supervise(cmd, tmp, job["progress"], timeout,
+                                                     progress)
+    if timed_out or returncode != 0:
+        raise _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_rank,
+                       rdzv_endpoint, P)
+    info = _read_json(job["info"]) if os.path.exists(job["info"]) else {}
+    results = [_read_json(run.result) for run in runs]
+    if keep_dir is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return info, results
+
+
+def _read_json(path: str):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _write_job(tmp: str, runs: list[RunSpec], comm_timeout: float, device: str) -> dict:
+    """The job file every rank reads: the runs (``RunSpec.to_dict``) and where to report."""
     for i, run in enumerate(runs):
-        run["result"] = os.path.join(tmp, f"result{i}.json")
-    job = {"runs": runs, "err_dir": tmp, "comm_timeout": comm_timeout, "device": device,
-           "progress": os.path.join(tmp, "progress.log"), "info": os.path.join(tmp, "info.json")}
-    job_path = os.path.join(tmp, "job.json")
-    with open(job_path, "w") as f:
+        run.result = os.path.join(tmp, f"result{i}.json")
+    job = {"runs": [run.to_dict() for run in runs], "err_dir": tmp,
+           "comm_timeout": comm_timeout, "device": device,
+           "progress": os.path.join(tmp, "progress.log"), "info": os.path.join(tmp, "info.json"),
+           "path": os.path.join(tmp, "job.json")}
+    with open(job["path"], "w") as f:
         json.dump(job, f)
+    return job
+
+
+def _torchrun_command(P: int, job_path: str, nnodes: int, node_rank: int,
+                      rdzv_endpoint: str | None) -> list[str]:
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P // nnodes}",
            f"--nnodes={nnodes}", "--max-restarts=0", "--monitor-interval=0.1"]
     if nnodes > 1:
@@ -318,27 +297,29 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
                 f"--node-rank={node_rank}"]
     else:
         cmd += ["--master-addr=127.0.0.1", f"--master-port={_free_port()}"]
-    cmd += ["-m", "pplab.runtime.worker", job_path]
+    return cmd + ["-m", "pplab.runtime.worker", job_path]
+
+
+def _supervise(cmd: list[str], tmp: str, progress_path: str, timeout: float,
+               progress: Callable[[str], None] | None) -> tuple[int | None, bool, str, list]:
+    """Run torchrun in its own session until it ends or ``timeout``; relay progress lines;
+    kill the session. Returns (exit code, timed out, torchrun's output, pids left alive)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     log_path = os.path.join(tmp, "torchrun.log")
-    if progress:
-        progress(f"starting torchrun with {P} ranks")
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True, cwd=root)
-    t0 = time.monotonic()
-    seen = 0
-    timed_out = False
+    t0, seen, timed_out = time.monotonic(), 0, False
     try:
         while proc.poll() is None:
             if time.monotonic() - t0 > timeout:
                 timed_out = True
                 break
             time.sleep(0.05)
-            if progress and os.path.exists(job["progress"]):
-                with open(job["progress"]) as f:
+            if progress and os.path.exists(progress_path):
+                with open(progress_path) as f:
                     lines = f.read().splitlines()
                 for ln in lines[seen:]:
                     progress(ln)
@@ -347,37 +328,30 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
         _kill_session(proc)
     left = _children_gone(proc.pid, timeout=2.0)
     with open(log_path) as f:
-        output = f.read()
-    if timed_out or proc.returncode != 0:
-        started = any(n.startswith("rank") for n in os.listdir(tmp)) or os.path.exists(job["info"])
-        if nnodes == 1 and not timed_out and not started \
-                and "address already in use" in output.lower():
-            raise _PortTaken("the rendezvous port was taken")
-        msg = _diagnose(tmp, output, schedule, timed_out, timeout)
-        if nnodes > 1 and timed_out and not started:
-            others = ", ".join(str(k) for k in range(nnodes) if k != node_rank)
-            msg = (f"no rank started within the {timeout:g} s timeout: torchrun on this node waited "
-                   f"at the rendezvous {rdzv_endpoint} for the other node(s). Start the same "
-                   f"command with --node-rank {others} there, and check that {rdzv_endpoint} "
-                   "is node 0's address and reachable from every node")
-        elif nnodes > 1:
-            msg += (f"; this is node {node_rank} of {nnodes} (ranks {node_rank * (P // nnodes)}–"
-                    f"{(node_rank + 1) * (P // nnodes) - 1}): a rank on another node reports "
-                    "its own cause in that node's output")
-        if left:
-            msg += f"; processes still alive after cleanup: {left}"
-        raise RunError(msg + f" (logs: {tmp})")
-    info = {}
-    if os.path.exists(job["info"]):
-        with open(job["info"]) as f:
-            info = json.load(f)
-    results = []
-    for run in runs:
-        with open(run["result"]) as f:
-            results.append(json.load(f))
-    if keep_dir is None:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return info, results
+        return proc.returncode, timed_out, f.read(), left
+
+
+def _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_rank,
+             rdzv_endpoint, P) -> RunError:
+    """The RunError for a failed launch, naming ranks and causes (and other nodes' part)."""
+    started = any(n.startswith("rank") for n in os.listdir(tmp)) or os.path.exists(job["info"])
+    if nnodes == 1 and not timed_out and not started \
+            and "address already in use" in output.lower():
+        return _PortTaken("the rendezvous port was taken")
+    msg = _diagnose(tmp, output, schedule, timed_out, timeout)
+    if nnodes > 1 and timed_out and not started:
+        others = ", ".join(str(k) for k in range(nnodes) if k != node_rank)
+        msg = (f"no rank started within the {timeout:g} s timeout: torchrun on this node waited "
+               f"at the rendezvous {rdzv_endpoint} for the other node(s). Start the same "
+               f"command with --node-rank {others} there, and check that {rdzv_endpoint} "
+               "is node 0's address and reachable from every node")
+    elif nnodes > 1:
+        msg += (f"; this is node {node_rank} of {nnodes} (ranks {node_rank * (P // nnodes)}–"
+                f"{(node_rank + 1) * (P // nnodes) - 1}): a rank on another node reports "
+                "its own cause in that node's output")
+    if left:
+        msg += f"; processes still alive after cleanup: {left}"
+    return RunError(msg + f" (logs: {tmp})")
 
 
 def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float) -> RunResult:
@@ -387,7 +361,7 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
             "recompute": cfg.recompute, "emulate": cfg.emulate}
     tl = Timeline(schedule.P, events, "measured", schedule, meta)
     tl = tl.shifted(-tl.start)
-    sim = simulate(schedule, _costs(cfg.emulate)) if cfg.emulate else None
+    sim = simulate(schedule, emulated_costs(cfg.emulate)) if cfg.emulate else None
     errs = r.get("grad_errors") or []
     refs = r.get("reference_losses") or []
     return RunResult(
@@ -400,15 +374,6 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
         note=info.get("note", ""), losses=r["losses"], reference_losses=refs, grad_errors=errs,
         step_times=r["step_times"],
         worst_parameter=(r.get("worst_parameter") or [""])[-1] if errs else "", wall_s=wall)
-
-
-def _run_dict(schedule: Schedule, cfg: RunConfig) -> dict:
-    return {"schedule": _schedule_dict(schedule), "model": cfg.model.to_dict(),
-            "seed": cfg.seed, "steps": cfg.steps, "emulate": cfg.emulate,
-            "recompute": cfg.recompute, "optimizer": cfg.optimizer, "lr": cfg.lr,
-            "comm": cfg.comm,
-            "check": cfg.check, "control": cfg.control, "fault": cfg.fault,
-            "save_checkpoint": cfg.save_checkpoint, "load_checkpoint": cfg.load_checkpoint}
 
 
 # ---- public API ----------------------------------------------------------------------------
@@ -439,7 +404,7 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
     if comm_timeout is None:
         comm_timeout = max(5.0, min(60.0, timeout / 3))
     t0 = time.monotonic()
-    info, [r] = _launch(schedule.P, [_run_dict(schedule, cfg)], timeout=timeout,
+    info, [r] = _launch(schedule.P, [RunSpec(schedule, cfg)], timeout=timeout,
                         comm_timeout=comm_timeout, device=cfg.device, progress=progress,
                         nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
                         schedule=schedule)
@@ -464,7 +429,7 @@ def run_many(items: Sequence[tuple[Schedule | str, dict]], P: int, *, timeout: f
         _check(s, cfg)
         scheds.append(s)
         cfgs.append(cfg)
-        runs.append(_run_dict(s, cfg))
+        runs.append(RunSpec(s, cfg))
     t0 = time.monotonic()
     info, results = _launch(P, runs, timeout=timeout, comm_timeout=comm_timeout, device=device,
                             progress=progress)

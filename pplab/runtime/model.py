@@ -6,6 +6,7 @@ has ``layers.5.*`` whatever P is, and gradients / checkpoints line up across any
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 from typing import Sequence
@@ -16,11 +17,12 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from ..ir import Schedule
+from ..memory.parallel import RUNTIME_RECOMPUTE
 from ..partition import stage_layers
 
 #: none; full = every block checkpointed (Megatron's full recomputation); selective = only the
 #: attention core; stage = all of a stage's blocks as one region (GPipe's re-materialization)
-RECOMPUTE = ("none", "full", "selective", "stage")
+RECOMPUTE = RUNTIME_RECOMPUTE
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,39 @@ def attention_core(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
     return torch.softmax(scores, dim=-1) @ v
 
 
-class _Defer:
-    """While ``queue`` is a list, SplitLinear's backward computes only the input gradient and
-    queues (module, input, grad_output) there; the runtime's W op turns the queue into weight
-    gradients later. This is the zero-bubble split at the level of each matmul."""
-    queue = None
-    wrap = None        # the runtime sets it to keep queued tensors in its saved-bytes count
+class _Deferral:
+    """Where SplitLinear's backward queues its weight-gradient inputs while deferring."""
+    queue: list | None = None
+    wrap = None
+
+
+@contextlib.contextmanager
+def defer_weight_grads(wrap=None):
+    """Inside this block every SplitLinear backward computes only the input gradient and
+    queues (module, input, grad_output) in the yielded list; ``weight_grads_from`` turns the
+    queue into weight gradients later (the zero-bubble W). ``wrap`` keeps queued tensors in a
+    saved-bytes count."""
+    queue: list = []
+    _Deferral.queue, _Deferral.wrap = queue, wrap or (lambda t: t)
+    try:
+        yield queue
+    finally:
+        _Deferral.queue = _Deferral.wrap = None
+
+
+def weight_grads_from(queue: list) -> None:
+    """Accumulate the weight gradients that ``defer_weight_grads`` queued."""
+    for mod, hx, hgo in queue:
+        x = getattr(hx, "tensor", hx)
+        go = getattr(hgo, "tensor", hgo)
+        gw, gb = linear_weight_grads(x, go, mod.bias is not None)
+        for p, gr in ((mod.weight, gw), (mod.bias, gb)):
+            if gr is None:
+                continue
+            if p.grad is None:
+                p.grad = gr
+            else:
+                p.grad.add_(gr)
 
 
 class _SplitLinearFn(torch.autograd.Function):
@@ -86,9 +115,9 @@ class _SplitLinearFn(torch.autograd.Function):
     def backward(ctx, grad_out):
         x, weight = ctx.saved_tensors
         grad_x = grad_out @ weight if ctx.needs_input_grad[0] else None
-        if _Defer.queue is not None:
-            wrap = _Defer.wrap or (lambda t: t)
-            _Defer.queue.append((ctx.module, wrap(x), wrap(grad_out)))
+        if _Deferral.queue is not None:
+            wrap = _Deferral.wrap
+            _Deferral.queue.append((ctx.module, wrap(x), wrap(grad_out)))
             return grad_x, None, None, None
         gw, gb = linear_weight_grads(x, grad_out, ctx.has_bias)
         return grad_x, gw, gb, None
@@ -101,7 +130,8 @@ def linear_weight_grads(x, grad_out, has_bias):
 
 
 class SplitLinear(nn.Linear):
-    """nn.Linear whose weight gradient can be deferred (see _Defer); same parameter names."""
+    """nn.Linear whose weight gradient can be deferred (see defer_weight_grads); same
+    parameter names."""
 
     def forward(self, x):
         if torch.is_grad_enabled() and self.weight.requires_grad:

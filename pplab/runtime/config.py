@@ -1,0 +1,84 @@
+"""A run's options as one typed object: checked once in the launcher, written into the job
+file with ``to_dict``, and read back once by every rank with ``from_dict``."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from ..ir import Schedule
+from ..simulate import Costs
+from .model import RECOMPUTE, TinyConfig
+
+
+def emulated_costs(emulate: dict) -> Costs:
+    """The simulator's costs from an ``emulate`` dict (its "mode" key is the worker's)."""
+    try:
+        return Costs(**{k: v for k, v in emulate.items() if k != "mode"})
+    except TypeError as e:
+        raise ValueError(f"emulate takes tf, tb, tw, tfb (seconds per chunk) and mode: {e}") \
+            from None
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs besides the schedule."""
+    steps: int = 2
+    emulate: dict | None = None          # {"tf", "tb", "tw", "tfb": s, "mode": "add"|"pad"}
+    recompute: str = "none"              # none | full | selective | stage
+    model: TinyConfig = field(default_factory=TinyConfig)
+    seed: int = 0
+    optimizer: str = "sgd"               # sgd (momentum 0.9) | adam
+    lr: float = 0.05
+    device: str = "auto"                 # auto | cpu | cuda
+    comm: str = "auto"                   # auto | up-front (gloo's) | in-order (NCCL's)
+    check: bool = True                   # compare with a single-process reference on rank 0
+    control: str | None = None           # negative controls: "seed" | "drop" | "misorder"
+    fault: dict | None = None            # tests: {"rank": r, "op": i, "kind": "raise"|"kill"}
+    save_checkpoint: str | None = None
+    load_checkpoint: str | None = None
+
+    def validate(self) -> None:
+        _one_of("recompute", self.recompute, RECOMPUTE)
+        if self.steps < 1:
+            raise ValueError(f"steps must be ≥ 1, got {self.steps}")
+        _one_of("optimizer", self.optimizer, ("sgd", "adam"))
+        _one_of("device", self.device, ("auto", "cpu", "cuda"))
+        _one_of("comm", self.comm, ("auto", "up-front", "in-order"))
+        _one_of("control", self.control, (None, "seed", "drop", "misorder"))
+        if self.control == "misorder" and self.comm != "in-order":
+            raise ValueError("control='misorder' swaps in-order receives: use comm='in-order'")
+        if self.emulate is not None:
+            _one_of("emulate mode", self.emulate.get("mode", "add"), ("add", "pad"))
+            emulated_costs(self.emulate)     # raises ValueError for negative / inconsistent costs
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        kw["model"] = TinyConfig.from_dict(kw.get("model") or {})
+        return cls(**kw)
+
+
+def _one_of(name: str, value, allowed) -> None:
+    if value not in allowed:
+        shown = ", ".join(str(a) for a in allowed)
+        raise ValueError(f"{name} must be one of {shown}, got {value!r}")
+
+
+@dataclass
+class RunSpec:
+    """One run of a job: the schedule, its options, and where rank 0 writes the result."""
+    schedule: Schedule
+    config: RunConfig
+    result: str = ""
+
+    def to_dict(self) -> dict:
+        return {"schedule": self.schedule.to_dict(), "config": self.config.to_dict(),
+                "result": self.result}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunSpec":
+        return cls(Schedule.from_dict(d["schedule"]), RunConfig.from_dict(d["config"]),
+                   d.get("result", ""))
