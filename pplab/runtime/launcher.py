@@ -28,6 +28,7 @@ from ..timeline import Event, Timeline
 from ..ir import parse_op
 from ..validate import problems
 from .model import RECOMPUTE, TinyConfig, check_model_fits
+from . import cluster
 
 
 class RunError(RuntimeError):
@@ -97,6 +98,8 @@ class RunResult:
     step_times: list[float] = field(default_factory=list)
     worst_parameter: str = ""
     wall_s: float = 0.0
+    nnodes: int = 1
+    placement: list[dict] = field(default_factory=list)   # per rank: node_rank, host, node
 
     @property
     def bubble_fraction(self) -> float:
@@ -116,7 +119,7 @@ class RunResult:
              "step_time_s": self.step_time_s, "step_times": self.step_times,
              "bubble_fraction": self.bubble_fraction, "peak_inflight": self.peak_inflight,
              "peak_saved_bytes": self.peak_saved_bytes, "cuda_peak_bytes": self.cuda_peak_bytes,
-             "ranks": self.executed,
+             "ranks": self.executed, "nnodes": self.nnodes, "placement": self.placement,
              "events": self.timeline.to_dict()["events"]}
         if self.simulated is not None:
             d["simulated_bubble_fraction"] = self.simulated.bubble_fraction
@@ -297,7 +300,8 @@ def _launch(*args, **kw) -> tuple[dict, list[dict]]:
 def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: float, device: str,
                  progress: Callable[[str], None] | None, nnodes: int = 1, node_rank: int = 0,
                  rdzv_endpoint: str | None = None, keep_dir: str | None = None,
-                 schedule: Schedule | None = None) -> tuple[dict, list[dict]]:
+                 schedule: Schedule | None = None,
+                 socket_ifname: str | None = None) -> tuple[dict, list[dict]]:
     """One torchrun launch of P / nnodes local ranks (the node arguments were checked by
     ``check_nodes`` before anything was written)."""
     tmp = keep_dir or tempfile.mkdtemp(prefix="pplab-run-")
@@ -318,8 +322,10 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
                 f"--node-rank={node_rank}"]
     else:
         cmd += ["--master-addr=127.0.0.1", f"--master-port={_free_port()}"]
+    cmd += cluster.torchrun_log_args(tmp)
     cmd += ["-m", "pplab.runtime.worker", job_path]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.update(cluster.node_env(nnodes, rdzv_endpoint, socket_ifname))   # interface to peers
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     log_path = os.path.join(tmp, "torchrun.log")
@@ -361,6 +367,7 @@ def _launch_once(P: int, runs: list[dict], *, timeout: float, comm_timeout: floa
                    f"command with --node-rank {others} there, and check that {rdzv_endpoint} "
                    "is node 0's address and reachable from every node")
         elif nnodes > 1:
+            msg += cluster.lost_node_note(tmp, node_rank)
             msg += (f"; this is node {node_rank} of {nnodes} (ranks {node_rank * (P // nnodes)}–"
                     f"{(node_rank + 1) * (P // nnodes) - 1}): a rank on another node reports "
                     "its own cause in that node's output")
@@ -399,7 +406,9 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
         cuda_peak_bytes=r["cuda_peak_bytes"], peak_inflight=tl.peak_inflight, simulated=sim,
         note=info.get("note", ""), losses=r["losses"], reference_losses=refs, grad_errors=errs,
         step_times=r["step_times"],
-        worst_parameter=(r.get("worst_parameter") or [""])[-1] if errs else "", wall_s=wall)
+        worst_parameter=(r.get("worst_parameter") or [""])[-1] if errs else "", wall_s=wall,
+        nnodes=len({p["node_rank"] for p in info.get("placement", [])}) or 1,
+        placement=info.get("placement", []))
 
 
 def _run_dict(schedule: Schedule, cfg: RunConfig) -> dict:
@@ -418,7 +427,7 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
                  model: TinyConfig | None = None, device: str = "auto",
                  comm_timeout: float | None = None, config: RunConfig | None = None,
                  nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: str | None = None,
-                 **config_kw) -> RunResult:
+                 socket_ifname: str | None = None, **config_kw) -> RunResult:
     """Run a schedule for real on P torchrun processes and measure it.
 
     ``schedule_or_name`` is a name (with P, M, V) or a Schedule (a student's own). Extra
@@ -428,10 +437,13 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
 
     Several nodes: call it on every node with the same arguments, ``nnodes``, that node's
     ``node_rank`` and node 0's ``rdzv_endpoint`` (HOST:PORT); each node starts P / nnodes
-    ranks, and every node gets the same RunResult back.
+    ranks, and every node gets the same RunResult back. Ranks talk over the interface that
+    routes to the endpoint, or ``socket_ifname`` (see ``cluster.choose_interface``).
     """
     schedule = resolve_schedule(schedule_or_name, P, M, V)
     check_nodes(schedule.P, nnodes, node_rank, rdzv_endpoint)
+    if socket_ifname:
+        cluster.address_of(socket_ifname)      # ValueError naming the interfaces there are
     cfg = config or RunConfig()
     cfg = replace(cfg, steps=steps, emulate=emulate, recompute=recompute,
                   model=model or cfg.model, device=device, **config_kw)
@@ -442,7 +454,7 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
     info, [r] = _launch(schedule.P, [_run_dict(schedule, cfg)], timeout=timeout,
                         comm_timeout=comm_timeout, device=cfg.device, progress=progress,
                         nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-                        schedule=schedule)
+                        schedule=schedule, socket_ifname=socket_ifname)
     return _result(schedule, cfg, info, r, time.monotonic() - t0)
 
 

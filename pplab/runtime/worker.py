@@ -25,6 +25,7 @@ from ..comm_order import in_order_plan, messages
 from ..ir import Action, Schedule, parse_op
 from ..simulate import Costs
 from . import checkpoint as ckpt
+from .cluster import gather_placement
 from .model import (SplitLinear, TinyConfig, TinyGPT, _Defer, _Tracked, build_stage_modules,
                     linear_weight_grads, make_batch, make_optimizer, microbatch)
 
@@ -706,9 +707,10 @@ def main(argv=None) -> int:
                                 **({"device_id": device} if backend == "nccl" else {}))
         wd.done()
         offset = _clock_offsets(rank, world, device)
+        placement = gather_placement(dist, rank, world)    # node rank + address of each rank
         if local_rank == 0:   # one writer per node: each node's launcher reads its own files
             _write_json(job["info"], {"backend": backend, "device": str(device), "note": note,
-                                      "world": world})
+                                      "world": world, "placement": placement})
         for run in job["runs"]:
             _do_run(run, rank, world, device, wd, offset, progress, writes_results=local_rank == 0)
         wd.waiting("in the final barrier")
