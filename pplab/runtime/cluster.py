@@ -271,3 +271,14 @@ def lost_node_note(run_dir: str, node_rank: int) -> str:
         f"; node {k} ({nodes[k]['node']}, {nodes[k]['host']}; ranks {_span(nodes[k]['ranks'])}) "
         f"went away mid-run: rank(s) {', '.join(map(str, sorted(by)))} on this node lost the "
         "connection to it" for k, by in sorted(lost.items()))
+
+
+def resolve_nodes(nnodes: int | None, node_rank: int | None, rdzv_endpoint: str | None,
+                  environ: Mapping[str, str] = os.environ,
+                  address=node_address) -> tuple[int, int, str | None]:
+    """Node flags as given; when none is given inside a multi-node srun step, Slurm's."""
+    if nnodes is None and node_rank is None and rdzv_endpoint is None:
+        found = slurm_nodes(environ, address)
+        if found:
+            return found
+    return (1 if nnodes is None else nnodes), (node_rank or 0), rdzv_endpoint
