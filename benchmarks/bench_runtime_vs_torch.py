@@ -36,7 +36,7 @@ def torch_worker(job_path: str) -> None:
     from torch.distributed.pipelining import schedules as S
 
     from pplab.runtime.model import TinyConfig, TinyGPT, build_stage_modules, make_batch
-    from pplab.schedules import make_schedule
+    from pplab.registry import make_schedule
 
     job = json.load(open(job_path))
     torch.set_num_threads(1)
@@ -129,7 +129,7 @@ def recompute_overhead(M: int = 8, repeats: int = 7) -> None:
 
     from pplab.runtime.model import TinyConfig, _Tracked, build_stage_modules, make_batch
     from pplab.runtime.worker import SavedTensorTracker
-    from pplab.schedules import make_schedule
+    from pplab.registry import make_schedule
 
     torch.set_num_threads(1)
     cfg = TinyConfig()
@@ -168,7 +168,7 @@ def compare(name: str, P: int, M: int, V, steps: int, repeats: int):
     (drift on a shared machine hits both alike); print medians, the median of the per-repeat
     ratios, gradient errors and order differences."""
     from pplab.runtime import run_schedule
-    from pplab.schedules import make_schedule
+    from pplab.registry import make_schedule
     sched = make_schedule(name, P, M, V)
     pp_times, to_times, ratios = [], [], []
     for k in range(repeats):

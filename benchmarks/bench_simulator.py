@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 import time
 
-from pplab import GENERATORS, make_schedule, simulate
-from pplab.schedules import FIXED_V
+from pplab import NAMES, make_schedule, simulate
+from pplab.registry import default_V
 
 SMALL = (8, 32, 2)
 LARGE = (32, 256, 4)
@@ -34,7 +34,7 @@ def median_ms(fn, repeats: int) -> float:
 def main() -> None:
     print(f"{'schedule':12s} {'P=8,M=32 ms':>12s} {'actions':>8s} {'P=32,M=256 ms':>14s} "
           f"{'actions':>8s} {'us/action small':>16s} {'us/action large':>16s} {'ratio':>6s}")
-    for name in GENERATORS:
+    for name in NAMES:
         row = []
         for P, M, V in (SMALL, LARGE):
             V = v_for(name, V)

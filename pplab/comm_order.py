@@ -67,6 +67,12 @@ def messages(schedule: Schedule) -> list[tuple[Message, tuple[int, int], tuple[i
     return out
 
 
+def p2p_messages(schedule: Schedule) -> int:
+    """Point-to-point messages one step of ``schedule`` sends (activations forward,
+    gradients backward; W sends nothing)."""
+    return len(messages(schedule))
+
+
 def in_order_plan(schedule: Schedule) -> list[list[list[Message]]]:
     """``plan[r][k]``: the messages rank r posts, in this order, just before its op k;
     ``plan[r][len(ops)]``: those it posts after its last op (sends only)."""

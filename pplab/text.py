@@ -4,6 +4,12 @@ from __future__ import annotations
 from .timeline import Timeline
 
 
+def metrics_line(tl: Timeline) -> str:
+    """'makespan 33, bubble 27.3% of total, 37.5% of ideal' — the course's standard summary."""
+    return (f"makespan {tl.makespan:.4g}, bubble {tl.bubble_fraction:.1%} of total, "
+            f"{tl.bubble_ratio:.1%} of ideal")
+
+
 def timeline_to_text(timeline: Timeline, width: int = 100) -> str:
     """One line per rank; each character is a slice of time showing the kind running
     (F, B, I, W, X for an overlapped pair) or '.' when the rank is idle."""

@@ -186,7 +186,7 @@ def test_timeline_canvas_in_a_real_browser(page, lab):
                            timeout=30_000)
     assert figure_src(canvas) is not None
 
-    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
                           "c = [x for x in C if 'schedule' in x.controls][0]\n"
                           "print(c.controls['schedule'].value, c.controls['P'].value, c.errors)")
     assert state.split() == ["dualpipe", "4", "[]"]
@@ -208,7 +208,7 @@ def test_sweep_P_slider_no_traceback(page, lab):
         if value < hi:          # at the maximum a key press changes nothing: no message to await
             settle(page, lambda: handle.press("ArrowRight"))
     assert seen == [str(v) for v in range(lo, hi + 1)]
-    out = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+    out = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
                         "print(sum(len(c.errors) for c in C))")
     assert out.strip() == "0"
 
@@ -232,7 +232,7 @@ def test_run_panel_button_runs_a_real_job(page, lab):
                               return b && !b.disabled; }""", arg=pid, timeout=30_000)
     img = panel.locator(".widget-image").first
     assert img.evaluate("el => el.complete && el.naturalWidth > 0")
-    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
                           "p = [x for x in C if hasattr(x, 'button')][0]\n"
                           "print(p.result.grad_max_rel_error < 1e-5, p.result.backend, p.errors)")
     assert state.split() == ["True", "gloo", "[]"]
@@ -263,7 +263,7 @@ def test_3d_configurator_in_a_real_browser(page, lab):
                               .includes('128 GPUs ≠')""", arg=pid, timeout=30_000)
     after = figure_src(canvas)
     assert after and after != before
-    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.widgets import CANVASES as C\n"
+    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
                           "c = [x for x in C if 'gpus' in x.controls][0]\n"
                           "print(c.controls['gpus'].value, c.controls['dp'].value, c.errors)")
     assert state.split() == ["128", "4", "[]"]

@@ -58,7 +58,7 @@ def test_trace_export(tmp_path, capsys):
 
 
 def test_core_imports_without_torch_or_matplotlib():
-    code = "import sys, pplab, pplab.cli, pplab.commands_simulate; " \
+    code = "import sys, pplab, pplab.cli, pplab.cli.simulate; " \
            "print('torch' in sys.modules, 'matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert out.split() == ["False", "False"]

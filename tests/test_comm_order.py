@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from pplab.comm_order import (Message, check_in_order, in_order_plan, messages,
                               up_front_plan)
 from pplab.ir import Schedule
-from pplab.schedules import GENERATORS, make_schedule
+from pplab.registry import NAMES, make_schedule
 from pplab.simulate import DeadlockError
 from schedule_cases import valid_schedules
 
@@ -17,7 +17,7 @@ SCHEDULES = valid_schedules(Ps=(1, 2, 3, 4, 6, 8), Ms=(1, 2, 3, 4, 8, 16), Vs=(N
 
 
 def test_every_generated_schedule_completes_in_order():
-    assert len(SCHEDULES) > 400 and {s.name for s in SCHEDULES} == set(GENERATORS)
+    assert len(SCHEDULES) > 400 and {s.name for s in SCHEDULES} == set(NAMES)
     for s in SCHEDULES:
         check_in_order(s, in_order_plan(s))
 

@@ -5,9 +5,10 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from pplab.draw import (KIND_COLORS, bubble_closed_form, draw_bubble_curve,  # noqa: E402
+from pplab.closed_forms import bubble_both  # noqa: E402
+from pplab.draw import (KIND_COLORS, draw_bubble_curve,  # noqa: E402
                         draw_inflight, draw_peak_bars, draw_timeline, figure_png)
-from pplab.schedules import make_schedule  # noqa: E402
+from pplab.registry import make_schedule  # noqa: E402
 from pplab.simulate import simulate  # noqa: E402
 
 
@@ -85,8 +86,8 @@ def test_inflight_from_timeline_and_schedule():
 
 
 def test_bubble_curve_points_sit_on_closed_form():
-    assert bubble_closed_form(4, 8) == (3 / 11, 3 / 8)
-    assert bubble_closed_form(4, 8, 2) == (1.5 / 9.5, 3 / 16)
+    assert bubble_both(4, 8) == (3 / 11, 3 / 8)
+    assert bubble_both(4, 8, 2) == (1.5 / 9.5, 3 / 16)
     fig = draw_bubble_curve(4, [1, 2, 4, 8, 16], schedule="gpipe")
     ax = fig.axes[0]
     lines = {ln.get_label(): ln for ln in ax.get_lines()}

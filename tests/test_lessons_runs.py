@@ -18,7 +18,7 @@ from test_notebooks import SWEEP, _execute  # noqa: E402
 
 NO_LAUNCH = r'''
 import pplab.runtime as _rt
-from pplab.run_widgets import RunPanel as _RP
+from pplab.canvases.runs import RunPanel as _RP
 def _no_launch(*a, **k):
     raise AssertionError("a lesson cell or a control launched torchrun")
 _rt.run_schedule = _no_launch

@@ -7,7 +7,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from pplab import widgets as W
+from pplab.canvases import interleaved as IL
+from pplab.canvases import zero_bubble as ZB
+from pplab.comm_order import p2p_messages
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = [ROOT / "notebooks" / "05_interleaved.ipynb",
@@ -20,9 +22,9 @@ def _floats(lo, hi, step):
 
 def test_interleaved_render_every_combination():
     """P × M × V × schedule (no curve, no figure): valid → summary, invalid → the reason."""
-    for name, P, M, V in itertools.product(W.INTERLEAVED_SCHEDULES, range(1, 9), range(1, 33),
+    for name, P, M, V in itertools.product(IL.INTERLEAVED_SCHEDULES, range(1, 9), range(1, 33),
                                            range(1, 5)):
-        fig, msg = W.render_interleaved(name, P, M, V, comm=0.25, draw=False, curve=False)
+        fig, msg = IL.render_interleaved(name, P, M, V, comm=0.25, draw=False, curve=False)
         assert fig is None and msg
         if name == "interleaved" and M % P:
             assert "multiple of P" in msg
@@ -33,22 +35,22 @@ def test_interleaved_render_every_combination():
 @pytest.mark.parametrize("base", [("interleaved", 4, 8, 2, 0.25), ("bfs", 3, 5, 3, 0.5)])
 def test_interleaved_each_slider_full_range_with_figure(base):
     keys = ("schedule", "P", "M", "V", "comm")
-    ranges = {"schedule": W.INTERLEAVED_SCHEDULES, "P": range(1, 9), "M": range(1, 33),
-              "V": range(1, 5), "comm": _floats(*W.COMM_RANGE)}
+    ranges = {"schedule": IL.INTERLEAVED_SCHEDULES, "P": range(1, 9), "M": range(1, 33),
+              "V": range(1, 5), "comm": _floats(*IL.COMM_RANGE)}
     for k in keys:
         for v in ranges[k]:
             kw = dict(zip(keys, base))
             kw[k] = v
             draw = k in ("P", "comm", "V")
-            fig, msg = W.render_interleaved(**kw, draw=draw)
+            fig, msg = IL.render_interleaved(**kw, draw=draw)
             assert msg
             if draw:       # a figure exactly when the combination is valid
                 assert (fig is None) == ("makespan" not in msg), msg
 
 
 def test_interleaved_curve_turns_with_comm():
-    free = dict(W.makespan_vs_V(4, 8, 0.0))
-    dear = dict(W.makespan_vs_V(4, 8, 0.5))
+    free = dict(IL.makespan_vs_V(4, 8, 0.0))
+    dear = dict(IL.makespan_vs_V(4, 8, 0.5))
     assert free[6] < free[4] < free[2] < free[1]          # no comm: more chunks always help
     assert min(dear, key=dear.get) == 2 and dear[6] > dear[1]
 
@@ -56,20 +58,20 @@ def test_interleaved_curve_turns_with_comm():
 def test_p2p_messages_counts():
     from pplab import make_schedule
     for P, M, V in [(4, 8, 1), (4, 8, 2), (4, 8, 4), (2, 2, 3)]:
-        assert W.p2p_messages(make_schedule("interleaved", P, M, V)) == 2 * M * (P * V - 1)
-    assert W.p2p_messages(make_schedule("interleaved", 1, 3, 2)) == 0
+        assert p2p_messages(make_schedule("interleaved", P, M, V)) == 2 * M * (P * V - 1)
+    assert p2p_messages(make_schedule("interleaved", 1, 3, 2)) == 0
 
 
 def test_zero_bubble_render_every_value():
     """Schedule × P × M (no figure); each cost slider over its range; tw > tb → message."""
-    for name, P, M in itertools.product(W.ZB_SCHEDULES, range(1, 9), range(1, 33)):
-        fig, msg = W.render_zero_bubble(name, P, M, draw=False)
+    for name, P, M in itertools.product(ZB.ZB_SCHEDULES, range(1, 9), range(1, 33)):
+        fig, msg = ZB.render_zero_bubble(name, P, M, draw=False)
         assert fig is None and msg
-    for name in W.ZB_SCHEDULES:
-        for k, rng in W.ZB_COSTS.items():
+    for name in ZB.ZB_SCHEDULES:
+        for k, rng in ZB.ZB_COSTS.items():
             for v in _floats(*rng):
                 kw = {"tf": 1.0, "tb": 2.0, "tw": 1.0, "tfb": 3.0, k: v}
-                fig, msg = W.render_zero_bubble(name, 4, 8, **kw, draw=(name == "zb-h1"))
+                fig, msg = ZB.render_zero_bubble(name, 4, 8, **kw, draw=(name == "zb-h1"))
                 if kw["tw"] > kw["tb"]:
                     assert fig is None and "cannot exceed" in msg
                 else:
@@ -79,7 +81,7 @@ def test_zero_bubble_render_every_value():
 def test_zero_bubble_closed_forms_match_where_stated():
     for name, P, M in [("1f1b", 4, 8), ("zb-h1", 4, 8), ("zbv", 4, 12), ("dualpipe", 8, 32),
                        ("dualpipev", 4, 16)]:
-        _, msg = W.render_zero_bubble(name, P, M, 1, 2, 1, 3, draw=False)
+        _, msg = ZB.render_zero_bubble(name, P, M, 1, 2, 1, 3, draw=False)
         line = msg.splitlines()[1]
         measured = float(line.split("= ")[1].split(";")[0])
         form = float(line.split("closed form ")[1].split(" ")[0])

@@ -9,7 +9,7 @@ from pplab.memory import (ParallelConfig, get_preset, layer_activation_bytes, me
                           model_states_bytes, seed_article_layer_bytes)
 from pplab.memory.comm import comm_volumes
 from pplab.memory.measured import predict_saved_bytes
-from pplab.schedules import make_schedule
+from pplab.registry import make_schedule
 from pplab.timeline import peak_inflight
 
 GB = 1e9

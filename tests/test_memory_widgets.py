@@ -8,10 +8,10 @@ import time
 import pytest
 
 import pplab.memory.planner as pl
-from pplab import memory_widgets as mw
+from pplab.canvases import memory as mw
 from pplab.draw import figure_png
 from pplab.memory import ParallelConfig, get_preset, memory_report
-from pplab.schedules import make_schedule
+from pplab.registry import make_schedule
 from pplab.simulate import Costs, simulate
 
 
@@ -75,7 +75,7 @@ def test_fsdp_every_value_and_frames():
                                                    range(L), ("off", "on")):
         _ok(mw.render_fsdp("llama3-8b", dp, phase, layer, pre, draw=False))
     assert "layer must be 0..31" in mw.render_fsdp(layer=32)[1]
-    from pplab.draw_memory import fsdp_frames
+    from pplab.draw.memory import fsdp_frames
     fr = fsdp_frames(4, 8.0, 4, prefetch=False)
     assert [f["layer"] for f in fr] == [0, 1, 2, 3, 3, 2, 1, 0]
     assert all(f["resident"] == pytest.approx(4 * 2 + 6) for f in fr)     # shards + one layer
@@ -129,7 +129,7 @@ def test_figures_rasterise(fn, kw):
 
 
 def test_canvases_react_without_a_kernel():
-    from pplab.widgets import CANVASES
+    from pplab.canvases.base import CANVASES
     before = len(CANVASES)
     cs = [mw.memory_canvas(controls=("preset", "tp", "dp")), mw.memory_canvas(),
           mw.fsdp_canvas(), mw.recompute_canvas(), mw.layout_canvas()]

@@ -15,13 +15,13 @@ LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 SWEEP = r'''
 import ipywidgets as _w
-import pplab.widgets as _pw
-from pplab.widgets import CANVASES as _C
+import pplab.canvases.base as _pw
+from pplab.canvases.base import CANVASES as _C
 # Build every figure but skip PNG encoding into the Output widget (2-3x faster); the initial
 # render of each canvas above went through the real display path, and test_widgets.py
 # rasterises figures across the range.
 _shown = []
-_pw._show = lambda out, fig: _shown.append(fig is not None)
+_pw.show_figure = lambda out, fig: _shown.append(fig is not None)
 def _values(c):
     if isinstance(c, _w.IntSlider):
         return list(range(c.min, c.max + 1, c.step))

@@ -6,7 +6,7 @@ import pytest
 import pplab.memory.planner as pl
 from pplab.memory import ParallelConfig, get_preset, memory_report
 from pplab.memory.planner import Hardware, plan
-from pplab.schedules import make_schedule
+from pplab.registry import make_schedule
 from pplab.simulate import Costs, simulate
 
 

@@ -12,9 +12,9 @@ import pytest
 matplotlib.use("Agg")
 
 import pplab.runtime as rt  # noqa: E402
-from pplab import run_widgets as RW  # noqa: E402
+from pplab.canvases import runs as RW  # noqa: E402
 from pplab.timeline import Timeline  # noqa: E402
-from pplab.widgets import CANVASES  # noqa: E402
+from pplab.canvases.base import CANVASES  # noqa: E402
 
 EMU = dict(emulate=True, tf=0.02, tb=0.04, tw=0.0)
 

@@ -8,15 +8,15 @@ import pytest
 
 from pplab.ir import Schedule
 from pplab.runtime import run_many
-from pplab.schedules import GENERATORS
+from pplab.registry import NAMES
 
 TOL = 1e-5
 # every generator (a new one is covered automatically), plus interleaved at V=1
-ALL = [(name, None) for name in GENERATORS] + [("interleaved", 1)]
+ALL = [(name, None) for name in NAMES] + [("interleaved", 1)]
 
 
 def _items(P):
-    from pplab.schedules import make_schedule
+    from pplab.registry import make_schedule
     out = []
     for name, V in ALL:
         M = 8 if P > 1 else 2
@@ -56,7 +56,7 @@ def test_every_schedule_matches_reference(P):
     names = [n if isinstance(n, str) else n.name for n, _ in items]
     assert {"naive", "gpipe", "1f1b", "zb-h1"} <= set(names)
     if P == 4:
-        assert set(GENERATORS) <= set(names)
+        assert set(NAMES) <= set(names)
     for (name, opts), r in zip(items, results):
         print(f"P={P} {getattr(name, 'name', name)} {opts} grad err {max(r.grad_errors):.2e} "
               f"step {r.step_time_s * 1e3:.1f} ms saved {r.peak_saved_bytes}")
@@ -105,7 +105,7 @@ def test_emulated_bubble_of_every_other_schedule_matches_simulation():
     items += [(name, dict(M=8, steps=2, emulate=costs))
               for name in ("zb-h1", "zb-h2", "zbv", "dualpipe", "dualpipev")]
     results = run_many(items, 4, timeout=400)
-    assert {n for n, _ in items} | {"gpipe", "1f1b"} == set(GENERATORS)
+    assert {n for n, _ in items} | {"gpipe", "1f1b"} == set(NAMES)
     for r in results:
         print(r.schedule.name, "measured bubble", round(r.bubble_fraction, 4), "simulated",
               round(r.simulated.bubble_fraction, 4), "makespan", round(r.timeline.makespan, 3),

@@ -9,7 +9,7 @@ from pplab.runtime import TinyConfig, TinyGPT, build_stage_modules, load_checkpo
 from pplab.runtime.launcher import run_schedule
 from pplab.runtime.worker import SavedTensorTracker
 from pplab.runtime.model import _Tracked, make_optimizer
-from pplab.schedules import make_schedule
+from pplab.registry import make_schedule
 
 
 def test_tiny_config_defaults_match_memory_preset():

@@ -2,7 +2,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pplab import (GENERATORS, Action, Costs, Schedule, ScheduleError, check, make_schedule,
+from pplab import (NAMES, Action, Costs, Schedule, ScheduleError, check, make_schedule,
                    parse_op, simulate, validate)
 from pplab.partition import balanced_split, even_split, stage_layers
 from schedule_cases import valid_schedules
@@ -12,7 +12,7 @@ ALL = valid_schedules(Ps=(1, 2, 3, 4, 5), Ms=range(1, 13), Vs=(1, 2, 3))
 
 
 def test_every_generator_has_valid_cases():
-    assert {s.name for s in ALL} == set(GENERATORS)
+    assert {s.name for s in ALL} == set(NAMES)
 
 
 @pytest.mark.parametrize("schedule", ALL, ids=lambda s: f"{s.name}-P{s.P}-M{s.M}-V{s.V}")
@@ -26,7 +26,7 @@ def test_generated_schedules_validate_and_run_once(schedule):
 
 
 @settings(max_examples=150, deadline=None)
-@given(name=st.sampled_from(sorted(GENERATORS)), P=st.integers(1, 10), M=st.integers(1, 40),
+@given(name=st.sampled_from(sorted(NAMES)), P=st.integers(1, 10), M=st.integers(1, 40),
        V=st.integers(1, 4), tf=st.floats(0.1, 5), tb=st.floats(0.1, 5), wshare=st.floats(0, 1),
        comm=st.floats(0, 2), fixed=st.floats(0, 1))
 def test_property_valid_inputs_simulate_completely(name, P, M, V, tf, tb, wshare, comm, fixed):

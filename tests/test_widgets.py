@@ -10,9 +10,11 @@ import pytest
 
 matplotlib.use("Agg")
 
-from pplab import widgets as W  # noqa: E402
+from pplab.canvases import base as W  # noqa: E402
+from pplab.canvases import timeline as T  # noqa: E402
+from pplab.registry import default_V  # noqa: E402
 from pplab.draw import figure_png  # noqa: E402
-from pplab.schedules import make_schedule  # noqa: E402
+from pplab.registry import make_schedule  # noqa: E402
 
 Ps = range(W.P_RANGE[0], W.P_RANGE[1] + 1)
 Ms = range(W.M_RANGE[0], W.M_RANGE[1] + 1)
@@ -31,7 +33,7 @@ def _valid(name, P, M, V):
 def test_render_every_P_M_V_never_raises(name):
     ok = bad = 0
     for P, M, V in itertools.product(Ps, Ms, Vs):
-        fig, msg = W.render(name, P, M, V, draw=False)
+        fig, msg = T.render(name, P, M, V, draw=False)
         assert fig is None and isinstance(msg, str) and msg
         if _valid(name, P, M, V):
             assert msg.startswith("makespan "), (name, P, M, V, msg)
@@ -53,7 +55,7 @@ def test_render_draws_across_the_range(name):
     drawn = 0
     for P, V in itertools.product(Ps, Vs):
         for M in sorted({1, P, 2 * P + 1, W.M_RANGE[1]} & set(Ms)):
-            fig, msg = W.render(name, P, M, V)
+            fig, msg = T.render(name, P, M, V)
             if fig is None:
                 assert not _valid(name, P, M, V), msg
                 continue
@@ -64,7 +66,7 @@ def test_render_draws_across_the_range(name):
 
 
 def test_render_with_inflight_panel():
-    fig, msg = W.render("1f1b", 4, 8, 1, inflight=True)
+    fig, msg = T.render("1f1b", 4, 8, 1, inflight=True)
     assert len(fig.axes) == 2 and "[4, 3, 2, 1]" in msg
     figure_png(fig, dpi=30)
 
@@ -74,7 +76,7 @@ def test_cost_sliders_whole_range_including_invalid():
     for tf in vals(0.5, 4.0, 0.5):
         for tb in vals(0.5, 4.0, 0.5):
             for tw in vals(0.0, 2.0, 0.5):
-                fig, msg = W.render("zb-h1", 3, 5, 1, tf=tf, tb=tb, tw=tw, draw=False)
+                fig, msg = T.render("zb-h1", 3, 5, 1, tf=tf, tb=tb, tw=tw, draw=False)
                 if tw > tb:
                     assert "cannot exceed" in msg
                 else:
@@ -82,30 +84,30 @@ def test_cost_sliders_whole_range_including_invalid():
     for comm in vals(0.0, 1.0, 0.25):
         for fixed in vals(0.0, 1.0, 0.25):
             for name in W.SCHEDULES:
-                fig, msg = W.render(name, 4, 8, W.default_V(name), comm=comm, fixed=fixed,
+                fig, msg = T.render(name, 4, 8, default_V(name), comm=comm, fixed=fixed,
                                     draw=(comm, fixed) == (1.0, 1.0))
                 assert msg.startswith("makespan"), msg
 
 
 def test_compare_every_pair_and_range():
     for a, b in itertools.product(W.SCHEDULES, W.SCHEDULES):
-        fig, msg = W.render_compare((a, b), 4, 8, draw=(a == "1f1b"))
+        fig, msg = T.render_compare((a, b), 4, 8, draw=(a == "1f1b"))
         assert len(msg.splitlines()) == 2
         assert (fig is not None) == (a == "1f1b")
     for a in W.SCHEDULES:           # inputs are the same as render()'s, swept in full above
         for P in Ps:
           for M in sorted({1, max(P - 1, 1), P, W.M_RANGE[1]}):
-            fig, msg = W.render_compare((a, "1f1b"), P, M, draw=False)
+            fig, msg = T.render_compare((a, "1f1b"), P, M, draw=False)
             assert len(msg.splitlines()) == 2 and msg.splitlines()[1].startswith("1f1b: makespan")
-    fig, msg = W.render_compare(("gpipe", "1f1b"), 4, 8)
+    fig, msg = T.render_compare(("gpipe", "1f1b"), 4, 8)
     assert len(fig.axes) == 3
     assert "gpipe: makespan 33" in msg and "[8, 8, 8, 8]" in msg and "[4, 3, 2, 1]" in msg
-    fig, msg = W.render_compare(("dualpipe", "interleaved"), 3, 4)      # both refuse
+    fig, msg = T.render_compare(("dualpipe", "interleaved"), 3, 4)      # both refuse
     assert fig is None and "even number of ranks" in msg and "multiple of P" in msg
 
 
 def test_widgets_build_and_react_without_a_kernel():
-    c = W.timeline_canvas("1f1b", P=4, M=8, costs=True)
+    c = T.timeline_canvas("1f1b", P=4, M=8, costs=True)
     assert "makespan 33" in c.last_message
     c.controls["schedule"].value = "interleaved"          # V jumps to 2
     assert c.controls["V"].value == 2 and "makespan 28.5" in c.last_message
@@ -116,10 +118,10 @@ def test_widgets_build_and_react_without_a_kernel():
     c.controls["tb"].value = 0.5                           # tw > tb
     assert "cannot exceed" in c.last_message
     assert c.errors == []
-    cmp_ = W.compare_canvas()
+    cmp_ = T.compare_canvas()
     cmp_.controls["P"].value = 8
     assert cmp_.errors == [] and "gpipe: makespan" in cmp_.last_message
-    bc = W.bubble_curve_canvas()
+    bc = T.bubble_curve_canvas()
     for s in bc.controls["schedule"].options:
         bc.controls["schedule"].value = s
         for P in Ps:

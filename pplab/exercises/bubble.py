@@ -6,7 +6,7 @@ import math
 from typing import Callable, Sequence
 
 from ..ir import Schedule
-from ..schedules import make_schedule
+from ..registry import make_schedule
 from ..simulate import simulate
 from ..timeline import peak_inflight
 

@@ -11,7 +11,7 @@ import math
 from ..memory import ParallelConfig, get_preset, layer_activation_bytes, memory_report
 from ..memory.accounting import model_states_bytes
 from ..partition import stage_layers
-from ..schedules import make_schedule
+from ..registry import make_schedule
 from ..timeline import inflight_profile
 from .bubble import _call, _fail
 

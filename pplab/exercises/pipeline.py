@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 from ..comm_order import Message, check_in_order, messages
 from ..ir import Schedule, parse_op
 from ..partition import balanced_split
-from ..schedules import make_schedule
+from ..registry import make_schedule
 from .bubble import _call, _fail
 
 #: (layer costs, parts): uniform, heavy embedding / head, one giant layer, parts = layers,

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from ..partition import stage_layers
-from ..schedules import make_schedule
+from ..registry import make_schedule
 from ..simulate import Costs, simulate
 from ..timeline import peak_inflight
 from .bubble import _call, _fail, student_schedule
@@ -112,7 +112,7 @@ def check_fixed_schedule(rows, broken: Sequence[str], P: int, M: int) -> bool:
 
 def count_p2p(P: int, M: int, V: int) -> int:
     """Messages one interleaved step sends (V=1: plain 1F1B), counted from the schedule."""
-    from ..widgets import p2p_messages
+    from ..comm_order import p2p_messages
     return p2p_messages(make_schedule("interleaved", P, M, V))
 
 

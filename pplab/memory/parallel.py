@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..ir import Schedule
-from ..schedules import make_schedule
+from ..registry import make_schedule
 from .model_spec import ModelSpec
 
 RECOMPUTE = ("none", "selective", "full")

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..schedules import make_schedule
+from ..registry import make_schedule
 from ..simulate import Costs, simulate
 from ..partition import stage_layers
 from ..timeline import peak_inflight

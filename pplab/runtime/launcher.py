@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from ..ir import Schedule
-from ..schedules import make_schedule
+from ..registry import make_schedule
 from ..simulate import Costs, simulate
 from ..timeline import Event, Timeline
 from ..ir import parse_op

@@ -1,7 +1,7 @@
 """The ``pplab`` command: ``simulate``, ``run`` and ``memory`` mirror the library for terminals
 and graders. Bad arguments exit with status 2 and one line on stderr, never a traceback.
 
-Subcommands live next to what they drive (``pplab/commands_*.py``) and are imported only when
+Subcommands live next to what they drive (``pplab/cli/*.py``) and are imported only when
 used, so ``pplab simulate`` never imports torch.
 """
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 
 # subcommand -> module defining add_arguments(parser) and main(args) -> int
 SUBCOMMANDS = {
-    "simulate": ("pplab.commands_simulate", "simulate a schedule and print its timeline"),
-    "run": ("pplab.commands_run", "run a schedule for real across torchrun processes"),
-    "memory": ("pplab.commands_memory", "per-stage memory and communication for TP×PP×DP"),
+    "simulate": ("pplab.cli.simulate", "simulate a schedule and print its timeline"),
+    "run": ("pplab.cli.run", "run a schedule for real across torchrun processes"),
+    "memory": ("pplab.cli.memory", "per-stage memory and communication for TP×PP×DP"),
 }
 
 
@@ -57,6 +57,3 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

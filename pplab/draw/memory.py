@@ -83,7 +83,7 @@ def draw_memory_bars(report, gpu_memory: float | None = 80e9, ax=None,
 def draw_zero_stages(psi: float, dp: int, gpu_memory: float | None = 80e9, ax=None,
                      activations: float = 0.0) -> Figure:
     """Model states per GPU for ZeRO stages 0–3 (ZeRO paper §5) for Ψ parameters."""
-    from .memory.accounting import model_states_bytes
+    from ..memory.accounting import model_states_bytes
     rows = []
     for z in range(4):
         p, g, o = model_states_bytes(psi, dp, z)

@@ -17,8 +17,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
 
-from .ir import KIND_NAMES, Schedule
-from .timeline import Timeline
+from ..ir import KIND_NAMES, Schedule
+from ..closed_forms import bubble_both
+from ..text import metrics_line
+from ..timeline import Timeline
 
 #: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
 KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
@@ -45,12 +47,6 @@ def _title_line(tl: Timeline) -> str:
     if V not in (None, 1):
         shape += f" V={V}"
     return f"{name} {shape}"
-
-
-def metrics_line(tl: Timeline) -> str:
-    """'makespan 33, bubble 27.3% of total, 37.5% of ideal' — the course's standard summary."""
-    return (f"makespan {tl.makespan:.4g}, bubble {tl.bubble_fraction:.1%} of total, "
-            f"{tl.bubble_ratio:.1%} of ideal")
 
 
 def _boxes_patch(spans, face, edge, lw, zorder, hatch=None) -> PathPatch:
@@ -256,12 +252,6 @@ def draw_peak_bars(timelines: Sequence[Timeline], ax=None, title: str | None = N
 
 
 # ---- bubble vs M ------------------------------------------------------------------------------
-def bubble_closed_form(P: int, M: float, V: int = 1) -> tuple[float, float]:
-    """(bubble ÷ total, bubble ÷ ideal) for GPipe/1F1B (V=1) and interleaved 1F1B (V>1)."""
-    idle = (P - 1) / V
-    return idle / (M + idle), idle / M
-
-
 def draw_bubble_curve(P: int, Ms: Iterable[int], schedule: str = "1f1b", V: int = 1,
                       costs=None, ax=None, title: str | None = None) -> Figure:
     """Bubble vs number of microbatches: closed-form lines, simulated points on top.
@@ -270,8 +260,8 @@ def draw_bubble_curve(P: int, Ms: Iterable[int], schedule: str = "1f1b", V: int 
     (Megatron-LM). The points are full simulations of ``schedule`` (combinations the
     generator refuses are skipped), so a point off its line is a real discrepancy.
     """
-    from .schedules import make_schedule
-    from .simulate import simulate
+    from ..registry import make_schedule
+    from ..simulate import simulate
 
     Ms = sorted(set(int(m) for m in Ms))
     if ax is None:
@@ -283,8 +273,8 @@ def draw_bubble_curve(P: int, Ms: Iterable[int], schedule: str = "1f1b", V: int 
         lo, hi = Ms[0], Ms[-1]
         n = 200
         grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)] if hi > lo else [lo]
-        frac = [bubble_closed_form(P, m, V)[0] for m in grid]
-        ratio = [bubble_closed_form(P, m, V)[1] for m in grid]
+        frac = [bubble_both(P, m, V)[0] for m in grid]
+        ratio = [bubble_both(P, m, V)[1] for m in grid]
         v = "" if V == 1 else "V·"
         ax.plot(grid, ratio, color="#D55E00", lw=1.5,
                 label="÷ ideal: (P−1)/M" if V == 1 else "÷ ideal: (P−1)/(V·M)")
@@ -328,4 +318,4 @@ def figure_png(fig: Figure, dpi: int = 80) -> bytes:
 
 
 __all__ = ["KIND_COLORS", "draw_timeline", "draw_inflight", "draw_peak_bars",
-           "draw_bubble_curve", "bubble_closed_form", "metrics_line", "figure_png"]
+           "draw_bubble_curve", "figure_png"]

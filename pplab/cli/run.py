@@ -16,7 +16,7 @@ def model_config(args):
     given = {k: getattr(args, k) for k in MODEL_FLAGS if getattr(args, k) is not None}
     if not given:
         return None
-    from .runtime.model import TinyConfig
+    from ..runtime.model import TinyConfig
     if "mbs" in given:
         given["microbatch_size"] = given.pop("mbs")
     return TinyConfig(**given)          # ValueError names the bad field
@@ -75,7 +75,7 @@ def _check(args) -> None:
 
 def main(args) -> int:
     _check(args)
-    from .runtime import RunError, run_schedule   # imports torch only for this command
+    from ..runtime import RunError, run_schedule   # imports torch only for this command
     emulate = None
     if args.emulate:
         emulate = {"tf": args.tf, "tb": args.tb, "tw": args.tw}
@@ -96,7 +96,7 @@ def main(args) -> int:
         return 1
     if args.plot:
         try:
-            from .draw import draw_timeline
+            from ..draw import draw_timeline
         except ImportError as e:
             raise ValueError(f"--plot needs pplab.draw (matplotlib): {e}") from None
         fig = draw_timeline(res.timeline, overlay=res.simulated,
@@ -104,7 +104,7 @@ def main(args) -> int:
         fig.savefig(args.plot, dpi=120, bbox_inches="tight")
     if args.trace:
         try:
-            from .trace import write_chrome_trace
+            from ..trace import write_chrome_trace
         except ImportError as e:
             raise ValueError(f"--trace needs pplab.trace: {e}") from None
         write_chrome_trace(res.timeline, args.trace)

@@ -23,10 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .partition import stage_layers
-from .schedules import make_schedule
-from .simulate import Costs, simulate
-from .widgets import CANVASES, SCHEDULES, Canvas, _message_html, default_V
+from ..partition import stage_layers
+from ..registry import default_V, make_schedule
+from ..simulate import Costs, simulate
+from .base import CANVASES, SCHEDULES, Canvas, build_canvas, message_html
 
 #: slider ranges of the run panel (a real run starts P processes: keep P small on a laptop)
 RUN_P_RANGE = (1, 8)
@@ -105,7 +105,7 @@ def launch(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
     if err:
         return None, err + "\n(nothing launched)"
     try:
-        from . import runtime as rt
+        from .. import runtime as rt
     except ImportError as e:            # pragma: no cover - torch missing
         return None, f"the runtime needs PyTorch, which is not importable here: {e}"
     try:
@@ -154,11 +154,11 @@ def render_result(result, trace_path: str | None = None):
     """``(Figure, text)``: the simulated timeline (wide boxes) with the measured one as thin
     bars on top, both in seconds; without emulation, the measured timeline alone. Writes a
     Chrome/Perfetto trace of the measured timeline to ``trace_path`` if given."""
-    from .draw import draw_timeline
+    from ..draw import draw_timeline
     s = result.schedule
     name = f"{s.name} P={s.P} M={s.M}" + (f" V={s.V}" if s.V > 1 else "")
     if trace_path:
-        from .trace import write_chrome_trace
+        from ..trace import write_chrome_trace
         write_chrome_trace(result.timeline, trace_path)
     if result.simulated is not None:
         fig = draw_timeline(result.simulated, overlay=result.timeline,
@@ -172,7 +172,7 @@ def render_result(result, trace_path: str | None = None):
 # ---- the widget -------------------------------------------------------------------------------
 @dataclass
 class RunPanel(Canvas):
-    """A built run panel: a :class:`pplab.widgets.Canvas` (so the headless tests that walk
+    """A built run panel: a :class:`pplab.canvases.base.Canvas` (so the headless tests that walk
     ``CANVASES`` can move its controls — that only re-previews, never launches), plus the
     button, the worker thread and the last result."""
     button: Any = None
@@ -200,7 +200,7 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
     """Schedule dropdown, P/M/V sliders, emulated tf/tb/tw (seconds per chunk), a checkbox for
     emulated time, one for saving a Perfetto trace, and a **Run for real** button."""
     import ipywidgets as w
-    from .draw import figure_png
+    from ..draw import figure_png
 
     V = default_V(schedule) if V is None else V
     islider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
@@ -242,7 +242,7 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
             panel.errors.append((kw(), repr(e)))
             msg, ok = f"internal error (please report): {e!r}", False
         panel.last_message = msg
-        message.value = _message_html(msg, ok)
+        message.value = message_html(msg, ok)
         if not panel.thread or not panel.thread.is_alive():
             button.disabled = not ok
 
@@ -251,7 +251,7 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
 
     def progress(line: str):
         panel.progress_lines.append(line)
-        status.value = _message_html(f"running… {line}", True)
+        status.value = message_html(f"running… {line}", True)
 
     def work(args: dict, trace: str | None):
         t0 = time.monotonic()
@@ -259,20 +259,20 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
             res, msg = launch(**args, progress=progress, **panel.run_kw)
             if res is None:
                 panel.result, panel.figure = None, None
-                result_html.value = _message_html(msg, False)
+                result_html.value = message_html(msg, False)
             else:
                 fig, text = render_result(res, trace)
                 panel.result, panel.figure = res, fig
                 image.value = figure_png(fig)
                 msg = text
-                result_html.value = _message_html(text, True)
+                result_html.value = message_html(text, True)
             panel.result_message = msg
         except Exception as e:          # a bug, not a failed run: say so, record it
             panel.errors.append((args, repr(e)))
             panel.result_message = f"internal error (please report): {e!r}"
-            result_html.value = _message_html(panel.result_message, False)
+            result_html.value = message_html(panel.result_message, False)
         finally:
-            status.value = _message_html(f"finished in {time.monotonic() - t0:.1f} s", True)
+            status.value = message_html(f"finished in {time.monotonic() - t0:.1f} s", True)
             button.disabled = False
             button.description = "Run for real"
 
@@ -283,12 +283,12 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
         _, err = check_run(**args)
         if err:                          # invalid: say why, launch nothing
             panel.result_message = err + "\n(nothing launched)"
-            result_html.value = _message_html(panel.result_message, False)
+            result_html.value = message_html(panel.result_message, False)
             return
         button.disabled = True
         button.description = "running…"
         panel.progress_lines.clear()
-        status.value = _message_html("starting torchrun…", True)
+        status.value = message_html("starting torchrun…", True)
         result_html.value = ""
         trace = trace_path if controls["trace"].value else None
         panel.thread = threading.Thread(target=work, args=(args, trace), daemon=True,
@@ -325,7 +325,7 @@ def layer_costs(layers: int, embed: float, head: float) -> list[float]:
 
 def partition_costs(costs, P: int, method: str = "balanced"):
     """``(parts, stage_costs)`` for an even or a balanced (DP) split; ValueError if P > layers."""
-    from .partition import balanced_split, even_split
+    from ..partition import balanced_split, even_split
     parts = even_split(len(costs), P)            # also: the message when P > layers
     if method != "even":
         parts = balanced_split(costs, P)
@@ -363,7 +363,7 @@ def render_balance(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
         return None, msg
     from matplotlib.figure import Figure
 
-    from .draw import draw_timeline
+    from ..draw import draw_timeline
     rows = [2.0, 1.0 + 0.4 * int(P)]
     fig = Figure(figsize=(10, sum(rows)))
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
@@ -391,7 +391,6 @@ def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
     by stage and the simulated 1F1B timeline with those stage costs."""
     import ipywidgets as w
 
-    from .widgets import _build
     islider = lambda d, v, lo, hi: w.IntSlider(value=v, min=lo, max=hi, description=d,
                                                 continuous_update=False,
                                                 layout=w.Layout(width="240px"))
@@ -405,7 +404,7 @@ def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
                 "head": fslider("head", head, 4.0)}
     rows = [w.HBox([controls["method"], controls["layers"]]),
             w.HBox([controls["P"], controls["M"], controls["embed"], controls["head"]])]
-    return _build(render_balance, controls, rows, {})
+    return build_canvas(render_balance, controls, rows, {})
 
 
 __all__ = ["layer_costs", "partition_costs", "balance_timeline", "render_balance",

@@ -1,13 +1,14 @@
 """Canvases for the memory lessons (01, 07, 08, 09): the work is in plain ``render_*``
 functions returning ``(Figure | None, message)``; bad input (TP not dividing the heads,
 GPUs ≠ TP×PP×DP, a schedule that cannot take this P and M) comes back as the library's own
-one-line explanation, never as a traceback. The canvases reuse :func:`pplab.widgets._build`,
-so they land in :data:`pplab.widgets.CANVASES` and the headless notebook tests sweep them.
+one-line explanation, never as a traceback. The canvases reuse :func:`pplab.canvases.base.build_canvas`,
+so they land in :data:`pplab.canvases.base.CANVASES` and the headless notebook tests sweep them.
 """
 from __future__ import annotations
 
-from .memory import ParallelConfig, PRESETS, get_preset, memory_report
-from .memory.activations import layer_activation_bytes
+from ..memory import ParallelConfig, PRESETS, get_preset, memory_report
+from ..memory.activations import layer_activation_bytes
+from .base import build_canvas
 
 GB = 1e9
 PRESET_NAMES = tuple(PRESETS)
@@ -61,14 +62,14 @@ def render_memory(preset="llama3-70b", tp=8, pp=8, dp=8, zero=1, sp="on",
     msg = memory_summary(rep, gpu_memory * GB)
     if not draw:
         return None, msg
-    from .draw_memory import draw_memory_bars
+    from ..draw.memory import draw_memory_bars
     return draw_memory_bars(rep, gpu_memory * GB), msg
 
 
 def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="off",
                 draw: bool = True):
     """FSDP's gather → compute → free while ``layer`` runs its forward or backward."""
-    from .draw_memory import fsdp_frames
+    from ..draw.memory import fsdp_frames
     model = get_preset(preset)
     L = model.layers
     if not 0 <= int(layer) < L:
@@ -87,7 +88,7 @@ def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="of
            f"{peak / GB:.2f} GB) vs {model.num_params() * 2 / GB:.1f} GB unsharded")
     if not draw:
         return None, msg
-    from .draw_memory import draw_fsdp_step
+    from ..draw.memory import draw_fsdp_step
     return draw_fsdp_step(frames, step, layer_b, int(dp)), msg
 
 
@@ -120,7 +121,7 @@ def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1, draw: b
     msg = f"{model.name} s={model.seq} b={mbs} TP={tp} SP={sp}: " + msg
     if not draw:
         return None, msg
-    from .draw_memory import draw_recompute
+    from ..draw.memory import draw_recompute
     return draw_recompute([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                           title=f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}"), msg
 
@@ -128,8 +129,8 @@ def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1, draw: b
 def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recompute="selective",
                   schedule="1f1b", M=32, gpu_memory=80, draw: bool = True):
     """One 3D layout: per-rank memory, bytes per axis and the estimated step time."""
-    from .memory.comm import comm_times, comm_volumes
-    from .memory.planner import Hardware, estimate
+    from ..memory.comm import comm_times, comm_volumes
+    from ..memory.planner import Hardware, estimate
     try:
         if int(gpus) != int(tp) * int(pp) * int(dp):
             raise ValueError(f"{gpus} GPUs ≠ TP×PP×DP = {tp}×{pp}×{dp} = "
@@ -151,7 +152,7 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
         return None, msg
     from matplotlib.figure import Figure
 
-    from .draw_memory import draw_comm_volumes, draw_memory_bars
+    from ..draw.memory import draw_comm_volumes, draw_memory_bars
     fig = Figure(figsize=(12, 3.8))
     a1, a2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
     draw_memory_bars(rep, hw.memory, ax=a1, title=f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
@@ -186,7 +187,7 @@ def plan_table(cands, top: int = 8, infeasible: int = 6) -> str:
 def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int = 8,
                 draw: bool = True):
     """The planner's ranking for a GPU budget, with reasons for the infeasible layouts."""
-    from .memory.planner import Hardware, plan
+    from ..memory.planner import Hardware, plan
     model = get_preset(preset)
     if seq:
         model = model.with_(seq=int(seq))
@@ -198,7 +199,7 @@ def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int 
                                                                                          top)
     if not draw:
         return None, msg
-    from .draw_memory import draw_plan
+    from ..draw.memory import draw_plan
     return draw_plan(cands, gpu_memory * GB, title=f"{model.name} on {gpus} GPUs"), msg
 
 
@@ -224,7 +225,6 @@ def memory_canvas(preset="llama3-70b", tp=8, pp=1, dp=8, zero=0, sp="on", recomp
     01 shows preset, TP, DP; lesson 07 all of them). The others stay at their given value."""
     import ipywidgets as w
 
-    from .widgets import _build
     values = dict(preset=preset, tp=tp, pp=pp, dp=dp, zero=zero, sp=sp, recompute=recompute,
                   schedule=schedule, M=M, mbs=mbs, seq=seq)
     make = {"preset": lambda v: _dd(w, "model", PRESET_NAMES, v, "220px"),
@@ -243,34 +243,32 @@ def memory_canvas(preset="llama3-70b", tp=8, pp=1, dp=8, zero=0, sp="on", recomp
     fixed["gpu_memory"] = gpu_memory
     names = list(ctl)
     rows = [w.HBox([ctl[k] for k in names[i:i + 5]]) for i in range(0, len(names), 5)]
-    return _build(render_memory, ctl, rows, fixed)
+    return build_canvas(render_memory, ctl, rows, fixed)
 
 
 def fsdp_canvas(preset="llama3-8b", dp=8, prefetch="off"):
     """Step through FSDP's forward and backward one layer at a time."""
     import ipywidgets as w
 
-    from .widgets import _build
     L = get_preset(preset).layers
     ctl = {"dp": _dd(w, "N_d", DP_VALUES, dp, "120px"),
            "prefetch": _dd(w, "prefetch", ("off", "on"), prefetch, "150px"),
            "phase": _dd(w, "phase", ("forward", "backward"), "forward", "180px"),
            "layer": w.IntSlider(value=0, min=0, max=L - 1, description="layer",
                                 continuous_update=False, layout=w.Layout(width="380px"))}
-    return _build(render_fsdp, ctl, [w.HBox(list(ctl.values()))], {"preset": preset})
+    return build_canvas(render_fsdp, ctl, [w.HBox(list(ctl.values()))], {"preset": preset})
 
 
 def recompute_canvas(preset="gpt3-175b", tp=8, sp="on", seq=2048, mbs=1):
     """Activation memory per layer vs extra FLOPs for the three recomputation modes."""
     import ipywidgets as w
 
-    from .widgets import _build
     ctl = {"preset": _dd(w, "model", PRESET_NAMES, preset, "220px"),
            "tp": _dd(w, "TP", TP_VALUES, tp, "110px"),
            "sp": _dd(w, "SP", ("off", "on"), sp, "110px"),
            "seq": _dd(w, "seq", SEQ_VALUES, seq, "140px"),
            "mbs": _int(w, "b", mbs, MBS_RANGE, "200px")}
-    return _build(render_recompute, ctl, [w.HBox(list(ctl.values()))], {})
+    return build_canvas(render_recompute, ctl, [w.HBox(list(ctl.values()))], {})
 
 
 def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
@@ -278,7 +276,6 @@ def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
     """The 3D configurator: pick TP, PP, DP for a GPU count; see memory, traffic, step time."""
     import ipywidgets as w
 
-    from .widgets import _build
     ctl = {"preset": _dd(w, "model", PRESET_NAMES, preset, "220px"),
            "gpus": _dd(w, "GPUs", GPU_VALUES, gpus, "130px"),
            "tp": _dd(w, "TP", TP_VALUES, tp, "110px"),
@@ -290,18 +287,17 @@ def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
            "M": _int(w, "M", M, M_RANGE)}
     names = list(ctl)
     rows = [w.HBox([ctl[k] for k in names[:5]]), w.HBox([ctl[k] for k in names[5:]])]
-    return _build(render_layout, ctl, rows, {})
+    return build_canvas(render_layout, ctl, rows, {})
 
 
 def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):
     """The planner for a GPU budget: ranked feasible layouts, and why the others fail."""
     import ipywidgets as w
 
-    from .widgets import _build
     ctl = {"preset": _dd(w, "model", ("llama3-8b", "llama3-70b", "gpt3-175b"), preset, "220px"),
            "gpus": _dd(w, "GPUs", (32, 64), gpus, "130px"),
            "gpu_memory": _dd(w, "GB/GPU", (80, 141), gpu_memory, "150px")}
-    return _build(render_plan, ctl, [w.HBox(list(ctl.values()))], {"seq": seq})
+    return build_canvas(render_plan, ctl, [w.HBox(list(ctl.values()))], {"seq": seq})
 
 
 __all__ = ["render_memory", "render_fsdp", "render_recompute", "render_layout", "render_plan",

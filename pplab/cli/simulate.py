@@ -4,14 +4,14 @@ from __future__ import annotations
 import json
 import sys
 
-from .schedules import GENERATORS, make_schedule
-from .simulate import Costs, simulate
-from .text import metrics_text, timeline_to_text
+from ..registry import NAMES, make_schedule
+from ..simulate import Costs, simulate
+from ..text import metrics_text, timeline_to_text
 
 
 def add_arguments(p) -> None:
     p.add_argument("--schedule", "-s", required=True, metavar="NAME",
-                   help=f"one of: {', '.join(GENERATORS)}")
+                   help=f"one of: {', '.join(NAMES)}")
     p.add_argument("-P", type=int, required=True, help="pipeline ranks")
     p.add_argument("-M", type=int, required=True, help="microbatches per step")
     p.add_argument("-V", type=int, default=None, help="virtual stages per rank")
@@ -43,10 +43,10 @@ def main(args) -> int:
                   fixed=args.fixed)
     timeline = simulate(schedule, costs)
     if args.plot:
-        from .draw import draw_timeline
+        from ..draw import draw_timeline
         draw_timeline(timeline).savefig(args.plot, dpi=110, bbox_inches="tight")
     if args.trace:
-        from .trace import write_chrome_trace
+        from ..trace import write_chrome_trace
         write_chrome_trace(timeline, args.trace)
     if args.json:
         json.dump(result_dict(schedule, timeline), sys.stdout)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from .memory import ModelSpec, ParallelConfig, get_preset, memory_report
-from .memory.comm import Network, comm_times, comm_volumes
-from .memory.planner import Hardware, estimate, plan
+from ..memory import ModelSpec, ParallelConfig, get_preset, memory_report
+from ..memory.comm import Network, comm_times, comm_volumes
+from ..memory.planner import Hardware, estimate, plan
 
 SHAPES = ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab")
 

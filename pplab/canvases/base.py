@@ -1,0 +1,150 @@
+"""What every canvas shares: the ``Canvas`` record, the registry of built canvases, the
+build-and-redraw loop, and turning bad input into the library's own message.
+
+A canvas is ipywidgets + an ``Output`` widget showing a figure. The work is done by plain
+``render_*`` functions that return ``(figure_or_None, message)`` and never raise for bad
+input: an impossible combination (say ``interleaved`` with M not a multiple of P) comes back
+as ``(None, "the generator's explanation")``. Tests sweep those functions over every slider
+value without a browser; the widgets only wire them up.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..registry import NAMES, make_schedule
+from ..simulate import Costs, simulate
+from ..text import metrics_line
+
+#: slider ranges shared by the canvases and the tests that sweep them
+P_RANGE = (1, 8)
+M_RANGE = (1, 32)
+V_RANGE = (1, 4)
+SCHEDULES = NAMES
+
+
+def summary(tl) -> str:
+    """One line: makespan, bubble both ways, per-rank peak in-flight."""
+    return f"{metrics_line(tl)}; peak in-flight per rank {tl.peak_inflight}"
+
+
+def _costs(tf, tb, tw, comm, fixed) -> Costs:
+    return Costs(tf=float(tf), tb=float(tb), tw=float(tw), comm=float(comm), fixed=float(fixed))
+
+
+def simulate_or_message(schedule: str, P: int, M: int, V: int | None = None, tf=1.0, tb=2.0,
+                        tw=0.0, comm=0.0, fixed=0.0):
+    """(Timeline, None) or (None, message) — bad input becomes the library's own words."""
+    try:
+        sched = make_schedule(schedule, int(P), int(M), None if V is None else int(V))
+        return simulate(sched, _costs(tf, tb, tw, comm, fixed)), None
+    except ValueError as e:           # ScheduleError, DeadlockError and bad costs are ValueErrors
+        return None, f"{schedule} with P={P}, M={M}" + (f", V={V}" if V is not None else "") \
+            + f": {e}"
+
+
+def timeline_over_panel(tl, P: int, bottom_pad: float = 0.45, hspace: float = 0.6):
+    """A figure with the timeline on top and an empty panel below it for a second plot."""
+    from matplotlib.figure import Figure
+
+    from ..draw import draw_timeline
+    rows = [1.0 + 0.4 * P, 2.6]
+    fig = Figure(figsize=(10, sum(rows)))
+    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
+    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
+                        bottom=bottom_pad / sum(rows), hspace=hspace)
+    draw_timeline(tl, ax=top)
+    return fig, top, bottom
+
+
+@dataclass
+class Canvas:
+    """A built canvas: ``widget`` to display, ``controls`` by name, ``update()`` to redraw.
+
+    ``errors`` collects unexpected exceptions from redraws (a bug, not bad input); tests
+    assert it stays empty while they move every control.
+    """
+    widget: Any
+    controls: dict
+    update: Callable[[], None]
+    message: Any = None
+    errors: list = field(default_factory=list)
+    last_message: str = ""
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)
+
+
+#: every canvas built in this kernel, newest last (the headless tests walk it)
+CANVASES: list[Canvas] = []
+
+
+def show_figure(out, fig):
+    from IPython.display import display
+    with out:
+        out.clear_output(wait=True)
+        if fig is not None:
+            display(fig)
+
+
+def message_html(msg: str, ok: bool) -> str:
+    import html
+    colour = "#1b5e20" if ok else "#b71c1c"
+    lines = "<br>".join(html.escape(x) for x in msg.splitlines())
+    return f"<div style='color:{colour};font-family:monospace;font-size:12px'>{lines}</div>"
+
+
+def cost_sliders(w, tf, tb, tw, comm, fixed):
+    style = {"description_width": "initial"}
+    mk = lambda d, v, lo, hi, st: w.FloatSlider(value=v, min=lo, max=hi, step=st, description=d,
+                                                 continuous_update=False, style=style,
+                                                 layout=w.Layout(width="200px"))
+    return {"tf": mk("tf", tf, 0.5, 4.0, 0.5), "tb": mk("tb", tb, 0.5, 4.0, 0.5),
+            "tw": mk("tw", tw, 0.0, 2.0, 0.5), "comm": mk("comm", comm, 0.0, 1.0, 0.25),
+            "fixed": mk("fixed", fixed, 0.0, 1.0, 0.25)}
+
+
+def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict) -> Canvas:
+    import ipywidgets as w
+    out = w.Output()
+    message = w.HTML()
+    canvas = Canvas(None, controls, lambda: None, message)
+
+    def update(*_):
+        kw = {k: c.value for k, c in controls.items()}
+        kw.update(fixed_kw)
+        try:
+            fig, msg = render_fn(**kw)
+        except Exception as e:          # a bug: say so inline, record it for the tests
+            canvas.errors.append((dict(kw), repr(e)))
+            fig, msg = None, f"internal error (please report): {e!r}"
+        canvas.last_message = msg
+        message.value = message_html(msg, fig is not None)
+        show_figure(out, fig)
+
+    for c in controls.values():
+        c.observe(update, names="value")
+    canvas.update = update
+    canvas.widget = w.VBox([*layout_rows, message, out])
+    update()
+    CANVASES.append(canvas)
+    return canvas
+
+
+def int_slider(description: str, value: int, bounds, width: str = "260px"):
+    """An integer slider that redraws on release (``continuous_update=False``)."""
+    import ipywidgets as w
+    return w.IntSlider(value=value, min=bounds[0], max=bounds[1], description=description,
+                       continuous_update=False, layout=w.Layout(width=width))
+
+
+def dropdown(description: str, options, value, width: str = "230px"):
+    import ipywidgets as w
+    return w.Dropdown(options=list(options), value=value, description=description,
+                      layout=w.Layout(width=width))
+
+
+__all__ = ["Canvas", "CANVASES", "P_RANGE", "M_RANGE", "V_RANGE", "SCHEDULES", "summary",
+           "simulate_or_message", "timeline_over_panel", "show_figure", "message_html",
+           "cost_sliders", "build_canvas", "int_slider", "dropdown"]

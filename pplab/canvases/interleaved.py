@@ -1,0 +1,92 @@
+"""Lesson 05: interleaving, its communication, and when V stops paying."""
+from __future__ import annotations
+
+import functools
+
+from ..comm_order import p2p_messages
+from ..registry import make_schedule
+from ..timeline import peak_inflight
+from .base import (M_RANGE, P_RANGE, V_RANGE, Canvas, build_canvas, dropdown, int_slider,
+                   simulate_or_message, summary, timeline_over_panel)
+
+# ---- lesson 05: interleaving, communication, and when V stops paying -------------------------
+INTERLEAVED_SCHEDULES = ("interleaved", "bfs")
+COMM_RANGE = (0.0, 1.0, 0.125)           # per-hop latency slider: min, max, step
+CURVE_V = (1, 2, 3, 4, 6)                # V values on the makespan-vs-V curve
+
+
+def makespan_vs_V(P: int, M: int, comm: float, Vs=CURVE_V, schedule: str = "interleaved",
+                  tf=1.0, tb=2.0) -> list[tuple[int, float | None]]:
+    """(V, makespan) for each V; None where the generator refuses the combination."""
+    return list(_makespan_vs_V(int(P), int(M), float(comm), tuple(Vs), schedule, float(tf),
+                               float(tb)))
+
+
+@functools.lru_cache(maxsize=512)
+def _makespan_vs_V(P, M, comm, Vs, schedule, tf, tb):
+    out = []
+    for v in Vs:
+        tl, err = simulate_or_message(schedule, P, M, v, tf, tb, 0.0, comm, 0.0)
+        out.append((v, None if err else tl.makespan))
+    return tuple(out)
+
+
+def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V: int = 2,
+                       comm=0.25, draw: bool = True, curve: bool = True):
+    """Timeline of interleaved (or breadth-first) 1F1B with a per-hop ``comm`` cost, plus the
+    makespan-vs-V curve at that comm. Returns ``(Figure or None, message)``.
+    ``curve=False`` skips the curve (fast sweeps; the message then omits the best V)."""
+    tl, err = simulate_or_message(schedule, P, M, V, 1.0, 2.0, 0.0, comm, 0.0)
+    if err:
+        return None, err
+    sched = tl.schedule if tl.schedule is not None else make_schedule(schedule, P, M, V)
+    eq = peak_inflight(sched, stage_equivalents=True)
+    points = makespan_vs_V(P, M, comm, schedule=schedule) if curve else [(V, tl.makespan)]
+    ok = [(v, t) for v, t in points if t is not None]
+    best_v, best_t = min(ok, key=lambda x: (x[1], x[0])) if ok else (V, tl.makespan)
+    msgs = p2p_messages(sched)
+    msg = (f"{summary(tl)}\nrank 0 holds {eq[0]:g} stage-equivalents of activations (1F1B: "
+           f"{min(P, M)}); {msgs} point-to-point messages per step (1F1B: "
+           f"{2 * M * (P - 1)})")
+    if curve:
+        msg += (f"\nat comm={float(comm):g} per hop the fastest V on the curve is V={best_v} "
+                f"(makespan {best_t:.4g})")
+    if not draw:
+        return None, msg
+    fig, top, bottom = timeline_over_panel(tl, P, bottom_pad=0.5, hspace=0.7)
+    xs = [v for v, _ in ok]
+    bottom.plot(xs, [t for _, t in ok], "o-", color="#0072B2", label=f"comm={float(comm):g}")
+    if curve and float(comm) != 0.0:
+        ok0 = [(v, t) for v, t in makespan_vs_V(P, M, 0.0, schedule=schedule) if t is not None]
+        bottom.plot([v for v, _ in ok0], [t for _, t in ok0], "s--", color="#999999", ms=4,
+                    label="comm=0")
+    bottom.plot([V], [tl.makespan], "o", ms=11, mfc="none", color="#D55E00", label=f"V={V}")
+    bottom.set_xticks(list(CURVE_V))
+    bottom.set_xlabel("chunks per rank V")
+    bottom.set_ylabel("makespan")
+    bottom.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    bottom.set_title(f"{schedule} P={P} M={M}: makespan vs V", fontsize=10, loc="left")
+    for side in ("top", "right"):
+        bottom.spines[side].set_visible(False)
+    return fig, msg
+
+
+def interleaved_canvas(schedule: str = "interleaved", P: int = 4, M: int = 8, V: int = 2,
+                       comm=0.25) -> Canvas:
+    """Schedule (interleaved / bfs), P, M, V and a per-hop comm slider; the timeline and the
+    makespan-vs-V curve at that comm."""
+    import ipywidgets as w
+    slider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
+                                          continuous_update=False, layout=w.Layout(width="260px"))
+    lo, hi, st = COMM_RANGE
+    controls = {"schedule": w.Dropdown(options=list(INTERLEAVED_SCHEDULES), value=schedule,
+                                       description="schedule", layout=w.Layout(width="230px")),
+                "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE),
+                "V": slider("V", V, V_RANGE),
+                "comm": w.FloatSlider(value=comm, min=lo, max=hi, step=st, description="comm",
+                                      continuous_update=False, layout=w.Layout(width="260px"))}
+    rows = [w.HBox([controls["schedule"], controls["P"], controls["M"]]),
+            w.HBox([controls["V"], controls["comm"]])]
+    return build_canvas(render_interleaved, controls, rows, {})
+
+

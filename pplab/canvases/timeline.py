@@ -1,0 +1,137 @@
+"""Lessons 02–04: one schedule's timeline, two side by side, and the bubble-vs-M curve."""
+from __future__ import annotations
+
+from ..closed_forms import bubble_both
+from ..registry import default_V, spec
+from .base import (M_RANGE, P_RANGE, SCHEDULES, V_RANGE, Canvas, build_canvas, cost_sliders,
+                   dropdown, int_slider, simulate_or_message, summary, timeline_over_panel)
+
+
+def render(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = 1, tf=1.0, tb=2.0,
+           tw=0.0, comm=0.0, fixed=0.0, draw: bool = True, inflight: bool = False):
+    """Simulate and draw one schedule. Returns ``(Figure or None, message)``.
+
+    ``message`` is the summary line on success and the reason on failure; nothing raises
+    for a bad combination. ``draw=False`` skips the figure (for fast sweeps).
+    """
+    tl, err = simulate_or_message(schedule, P, M, V, tf, tb, tw, comm, fixed)
+    if err:
+        return None, err
+    msg = summary(tl)
+    if not draw:
+        return None, msg
+    from ..draw import draw_inflight, draw_timeline
+    if not inflight:
+        return draw_timeline(tl), msg
+    fig, _, bottom = timeline_over_panel(tl, P)
+    draw_inflight(tl, ax=bottom)
+    return fig, msg
+
+
+def render_compare(schedules=("gpipe", "1f1b"), P: int = 4, M: int = 8, V: int | None = None,
+                   tf=1.0, tb=2.0, tw=0.0, comm=0.0, fixed=0.0, draw: bool = True):
+    """Two (or more) schedules on the same P and M, stacked, plus per-rank peak in-flight bars.
+
+    Returns ``(Figure or None, message)``; the message has one summary line per schedule,
+    or the reason a schedule cannot be built (the others are still drawn).
+    """
+    tls, lines = [], []
+    for name in schedules:
+        v = V if (V is not None and spec(name).stages_per_rank == "any") else None
+        tl, err = simulate_or_message(name, P, M, v, tf, tb, tw, comm, fixed)
+        if err:
+            lines.append(err)
+        else:
+            tls.append(tl)
+            lines.append(f"{name}: {summary(tl)}")
+    msg = "\n".join(lines)
+    if not draw or not tls:
+        return None, msg
+    from matplotlib.figure import Figure
+
+    from ..draw import draw_peak_bars, draw_timeline
+    rows = [1.0 + 0.4 * P for _ in tls] + [2.4]
+    fig = Figure(figsize=(10, sum(rows)))
+    axes = fig.subplots(len(rows), 1, gridspec_kw={"height_ratios": rows})
+    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
+                        bottom=0.45 / sum(rows), hspace=0.9)
+    xmax = max(tl.makespan for tl in tls)
+    for ax, tl in zip(axes, tls):
+        draw_timeline(tl, ax=ax)
+        ax.set_xlim(0, xmax * 1.005 if xmax > 0 else 1)        # same time axis for all
+    draw_peak_bars(tls, ax=axes[-1])
+    return fig, msg
+
+
+
+
+def timeline_canvas(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
+                    costs: bool = False, tf=1.0, tb=2.0, tw=0.0, comm=0.0, fixed=0.0,
+                    schedules=SCHEDULES, inflight: bool = False) -> Canvas:
+    """Schedule dropdown + P, M, V sliders (+ tf, tb, tw, comm, fixed with ``costs=True``).
+
+    Shows the timeline, bubble with both denominators and per-rank peak in-flight; an
+    impossible combination shows the reason instead of a figure.
+    """
+    import ipywidgets as w
+    V = default_V(schedule) if V is None else V
+    slider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
+                                          continuous_update=False,
+                                          layout=w.Layout(width="260px"))
+    controls = {"schedule": w.Dropdown(options=list(schedules), value=schedule,
+                                       description="schedule", layout=w.Layout(width="230px")),
+                "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE),
+                "V": slider("V", V, V_RANGE)}
+    rows = [w.HBox([controls["schedule"], controls["P"], controls["M"], controls["V"]])]
+    fixed_kw = {"inflight": inflight}
+    if costs:
+        cs = cost_sliders(w, tf, tb, tw, comm, fixed)
+        controls.update(cs)
+        rows.append(w.HBox(list(cs.values())))
+    else:
+        fixed_kw.update(tf=tf, tb=tb, tw=tw, comm=comm, fixed=fixed)
+
+    def on_schedule(change):        # switching schedule moves V to that schedule's usual value
+        controls["V"].value = default_V(change["new"])
+    controls["schedule"].observe(on_schedule, names="value")
+    return build_canvas(render, controls, rows, fixed_kw)
+
+
+def compare_canvas(a: str = "gpipe", b: str = "1f1b", P: int = 4, M: int = 8,
+                   schedules=SCHEDULES) -> Canvas:
+    """Two schedules side by side on the same P and M, with per-rank peak in-flight bars."""
+    import ipywidgets as w
+    slider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
+                                          continuous_update=False, layout=w.Layout(width="260px"))
+    controls = {"a": w.Dropdown(options=list(schedules), value=a, description="left",
+                                layout=w.Layout(width="200px")),
+                "b": w.Dropdown(options=list(schedules), value=b, description="right",
+                                layout=w.Layout(width="200px")),
+                "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE)}
+    rows = [w.HBox(list(controls.values()))]
+
+    def fn(a, b, P, M):
+        return render_compare((a, b), P, M)
+    return build_canvas(fn, controls, rows, {})
+
+
+def bubble_curve_canvas(P: int = 4, schedule: str = "1f1b", V: int = 1) -> Canvas:
+    """P slider (and schedule) for the bubble-vs-M curve with simulated points."""
+    import ipywidgets as w
+    controls = {"schedule": w.Dropdown(options=["gpipe", "1f1b", "interleaved"], value=schedule,
+                                       description="schedule"),
+                "P": w.IntSlider(value=P, min=P_RANGE[0], max=P_RANGE[1], description="P",
+                                 continuous_update=False)}
+
+    def fn(schedule, P):
+        from ..draw import draw_bubble_curve
+        v = 2 if schedule == "interleaved" else 1
+        fig = draw_bubble_curve(P, [1, 2, 4, 8, 16, 32, 64], schedule=schedule, V=v)
+        f32, r32 = bubble_both(P, 32, v)
+        return fig, (f"{schedule} P={P}: at M=32 the bubble is {f32:.1%} of the total "
+                     f"and {r32:.1%} of the ideal")
+    return build_canvas(fn, controls, [w.HBox(list(controls.values()))], {})
+
+
+__all__ = ["render", "render_compare", "timeline_canvas", "compare_canvas",
+           "bubble_curve_canvas"]

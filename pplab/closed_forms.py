@@ -1,0 +1,65 @@
+"""The literature's closed forms for each schedule's bubble, in one place.
+
+Each function takes the rank count P, microbatch count M (and V or costs where they matter)
+and returns what the paper states; the registry attaches them to their schedules and the
+tests check that the simulator reproduces them exactly under the stated conditions.
+``excess`` is the bubble as absolute time per rank: makespan minus the busy time M·(tf+tb).
+"""
+from __future__ import annotations
+
+
+def bubble_fraction(P: int, M: float, V: int = 1) -> float:
+    """Idle ÷ total rank-time for GPipe/1F1B (V=1) and interleaved 1F1B: (P−1)/(V·M+P−1)."""
+    idle = (P - 1) / V
+    return idle / (M + idle)
+
+
+def bubble_ratio(P: int, M: float, V: int = 1) -> float:
+    """Idle ÷ ideal busy time (Megatron-LM's convention): (P−1)/(V·M)."""
+    return (P - 1) / (V * M)
+
+
+def bubble_both(P: int, M: float, V: int = 1) -> tuple[float, float]:
+    """(bubble ÷ total, bubble ÷ ideal) for GPipe/1F1B (V=1) and interleaved 1F1B (V>1)."""
+    return bubble_fraction(P, M, V), bubble_ratio(P, M, V)
+
+
+def _split(tf, tb, tw, tfb):
+    tf, tb, tw = float(tf), float(tb), float(tw)
+    return tf, tb, tw, tb - tw, (tf + tb if tfb is None else float(tfb))
+
+
+def excess_naive(P, M, V=1, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    return (P - 1) * M * (float(tf) + float(tb))
+
+
+def excess_1f1b(P, M, V=1, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    return (P - 1) * (float(tf) + float(tb)) / V
+
+
+def excess_zb_h1(P, M, V=1, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    tf, tb, tw, _, _ = _split(tf, tb, tw, tfb)
+    return (P - 1) * (tf + tb - 2 * tw)
+
+
+def excess_zb_h2(P, M, V=1, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    tf, tb, tw, ti, _ = _split(tf, tb, tw, tfb)
+    return max((P - 1) * tf, (P - 1) * (tf + ti - 2 * tw))
+
+
+def excess_zbv(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    return (P - 1) * float(tf) / 2
+
+
+def excess_dualpipe(P, M, V=1, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    tf, tb, tw, _, tfb = _split(tf, tb, tw, tfb)
+    return (P // 2 - 1) * (tfb + tb - 3 * tw)
+
+
+def excess_dualpipev(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    tf, tb, tw, _, tfb = _split(tf, tb, tw, tfb)
+    return (P - 1) * (tfb + tb - 3 * tw) / 2
+
+
+__all__ = ["excess_naive", "bubble_fraction", "bubble_ratio", "bubble_both", "excess_1f1b", "excess_zb_h1",
+           "excess_zb_h2", "excess_zbv", "excess_dualpipe", "excess_dualpipev"]

@@ -1,0 +1,13 @@
+"""Matplotlib drawings of timelines and memory: static figures and exports.
+
+Only this package (and the canvases that call it) imports matplotlib; the pure core never
+does, so it also runs where matplotlib is absent (JupyterLite)."""
+from .memory import (draw_comm_volumes, draw_fsdp_step, draw_memory_bars, draw_plan,
+                     draw_recompute, draw_stacked, draw_zero_stages, fsdp_frames)
+from .timeline import (KIND_COLORS, draw_bubble_curve, draw_inflight, draw_peak_bars,
+                       draw_timeline, figure_png)
+
+__all__ = ["KIND_COLORS", "draw_timeline", "draw_inflight", "draw_peak_bars",
+           "draw_bubble_curve", "figure_png", "draw_stacked", "draw_memory_bars",
+           "draw_zero_stages", "fsdp_frames", "draw_fsdp_step", "draw_recompute",
+           "draw_comm_volumes", "draw_plan"]

@@ -1,0 +1,127 @@
+"""Every schedule, declared once: generator, V rule, constraints, closed form, defaults.
+
+Canvases, the planner, the command line, the exercises and the tests read this table, so a
+new schedule is one generator function plus one ``ScheduleSpec`` below (docs/DESIGN.md walks
+through an example). The generator stays the authority on what it accepts: it raises
+``ValueError`` naming the rule broken and a value that works; ``constraints`` is the same
+rule in words, for menus and documentation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from . import closed_forms as cf
+from .ir import Schedule
+from .schedules.classic import gpipe, naive, one_f_one_b
+from .schedules.dualpipe import dualpipe, dualpipev
+from .schedules.interleaved import breadth_first, interleaved
+from .schedules.zero_bubble import zb_h1, zb_h2, zbv
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """One schedule's facts. ``stages_per_rank`` is "one" (V must be 1), "fixed" (always
+    ``default_V`` stages, e.g. a V shape) or "any" (the user picks V ≥ 1)."""
+    name: str
+    generator: Callable[[int, int, int], Schedule]
+    title: str
+    stages_per_rank: str = "one"
+    default_V: int = 1
+    split_backward: bool = False
+    constraints: str = "P, M ≥ 1"
+    excess: Callable | None = None          # closed-form bubble as time per rank, or None
+    excess_note: str = "no closed form"
+    aliases: tuple[str, ...] = ()
+
+    def accepts_V(self, V: int) -> bool:
+        """Whether the V slider value means something for this schedule."""
+        if self.stages_per_rank == "any":
+            return V >= 1
+        return V == self.default_V
+
+
+SPECS: tuple[ScheduleSpec, ...] = (
+    ScheduleSpec("naive", naive, "naive (one microbatch at a time)", excess=cf.excess_naive,
+                 excess_note="(P−1)·M·(tf+tb): only one rank ever works"),
+    ScheduleSpec("gpipe", gpipe, "GPipe / all-forward-all-backward", excess=cf.excess_1f1b,
+                 excess_note="(P−1)(tf+tb), Huang et al. 2019; B = full backward",
+                 aliases=("afab",)),
+    ScheduleSpec("1f1b", one_f_one_b, "1F1B (PipeDream-Flush)", excess=cf.excess_1f1b,
+                 excess_note="(P−1)(tf+tb), Megatron-LM; B = full backward",
+                 aliases=("pipedream-flush",)),
+    ScheduleSpec("interleaved", interleaved, "interleaved 1F1B", stages_per_rank="any",
+                 default_V=2, constraints="M a multiple of P", excess=cf.excess_1f1b,
+                 excess_note="(P−1)(tf+tb)/V, Narayanan et al. 2021, for M a multiple of P",
+                 aliases=("interleaved-1f1b",)),
+    ScheduleSpec("bfs", breadth_first, "looped breadth-first", stages_per_rank="any",
+                 default_V=2, excess=cf.excess_1f1b,
+                 excess_note="(P−1)(tf+tb)/V, Lamy-Poirier 2023",
+                 aliases=("breadth-first",)),
+    ScheduleSpec("zb-h1", zb_h1, "zero bubble H1", split_backward=True, excess=cf.excess_zb_h1,
+                 excess_note="(P−1)(tf+tb−2tw), Zero Bubble Table 2; exact for M ≥ P, "
+                             "tw ≤ tf, tw ≤ tI", aliases=("zb1p",)),
+    ScheduleSpec("zb-h2", zb_h2, "zero bubble H2", split_backward=True, excess=cf.excess_zb_h2,
+                 excess_note="max((P−1)tf, (P−1)(tf+tI−2tw)) in one flushed step, M ≥ 2P−1; "
+                             "the paper's (P−1)(tf+tI−2tw) needs overlapping iterations"),
+    ScheduleSpec("zbv", zbv, "zero bubble V", stages_per_rank="fixed", default_V=2,
+                 split_backward=True, excess=cf.excess_zbv,
+                 excess_note="(P−1)·tf/2: the first microbatch's trip down the V, a lower "
+                             "bound; reached at tf = tI = tw", aliases=("zb-v",)),
+    ScheduleSpec("dualpipe", dualpipe, "DualPipe (two copies)", split_backward=True,
+                 constraints="P even, M even and M ≥ 2P", excess=cf.excess_dualpipe,
+                 excess_note="(P/2−1)(tF&B+tB−3tW), DeepSeek-V3 Table 2; exact at F=1, B=2, "
+                             "W=1, F&B=3"),
+    ScheduleSpec("dualpipev", dualpipev, "DualPipeV (V shape)", stages_per_rank="fixed",
+                 default_V=2, split_backward=True, constraints="M ≥ 2P",
+                 excess=cf.excess_dualpipev,
+                 excess_note="DualPipe's formula on 2P half-size stages: (P−1)(tF&B+tB−3tW)/2"),
+)
+
+REGISTRY: dict[str, ScheduleSpec] = {s.name: s for s in SPECS}
+NAMES: tuple[str, ...] = tuple(REGISTRY)
+_ALIASES = {a: s.name for s in SPECS for a in s.aliases}
+
+
+def spec(name: str) -> ScheduleSpec:
+    """The spec for ``name`` or one of its aliases; ValueError listing the choices."""
+    key = name.lower().replace("_", "-")
+    key = _ALIASES.get(key, key)
+    if key not in REGISTRY:
+        raise ValueError(f"unknown schedule {name!r}; choose one of {', '.join(NAMES)}")
+    return REGISTRY[key]
+
+
+def default_V(name: str) -> int:
+    """The V a schedule is normally run with (what a V slider jumps to on a switch)."""
+    return spec(name).default_V
+
+
+def names(*, stages_per_rank: str | None = None, split_backward: bool | None = None,
+          with_excess: bool | None = None) -> tuple[str, ...]:
+    """Schedule names filtered by their facts, in the registry's teaching order."""
+    return tuple(s.name for s in SPECS
+                 if (stages_per_rank is None or s.stages_per_rank == stages_per_rank)
+                 and (split_backward is None or s.split_backward == split_backward)
+                 and (with_excess is None or (s.excess is not None) == with_excess))
+
+
+def make_schedule(name: str, P: int, M: int, V: int | None = None) -> Schedule:
+    """Build the named schedule; raises ValueError naming the rule broken and a valid value."""
+    s = spec(name)
+    return s.generator(P, M, s.default_V if V is None else V)
+
+
+def excess_closed_form(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=None,
+                       V: int | None = None):
+    """The literature's bubble for ``name`` as time per rank and the condition under which
+    the simulator reproduces it exactly. Returns ``(value or None, note)``."""
+    s = spec(name)
+    if s.excess is None:
+        return None, s.excess_note
+    V = s.default_V if V is None else V
+    return s.excess(P, M, V, tf, tb, tw, tfb), s.excess_note
+
+
+__all__ = ["ScheduleSpec", "SPECS", "REGISTRY", "NAMES", "spec", "default_V", "names",
+           "make_schedule", "excess_closed_form"]
