@@ -239,6 +239,14 @@ def nodes_of(placement: list[dict]) -> dict[int, dict]:
     return nodes
 
 
+def nodes_line(placement: list[dict]) -> str:
+    """``2 nodes: node 0 pn0 10.77.0.1 ranks 0–1, node 1 pn1 10.77.0.2 ranks 2–3``."""
+    nodes = nodes_of(placement)
+    return f"{len(nodes)} nodes: " + ", ".join(
+        f"node {k} {n['node']} {n['host']} ranks {_span(n['ranks'])}"
+        for k, n in sorted(nodes.items()))
+
+
 def _read_json(path: str) -> dict:
     try:
         with open(path) as f:

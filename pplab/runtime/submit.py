@@ -17,19 +17,11 @@ from typing import Callable
 import submitit
 from submitit.slurm import slurm as _slurm
 
+from ..slurm import unavailable_reason
 from . import cluster
 
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                 "PREEMPTED", "BOOT_FAIL", "DEADLINE")
-
-
-def unavailable_reason() -> str | None:
-    """Why jobs cannot be submitted from here, or None when they can."""
-    missing = [c for c in ("sbatch", "squeue", "scancel") if shutil.which(c) is None]
-    if missing:
-        return (f"no Slurm on this machine ({', '.join(missing)} not on PATH): the cluster "
-                "mode submits through Slurm, so it is offered only where Slurm is installed")
-    return None
 
 
 class QueueWatcher(_slurm.SlurmInfoWatcher):
@@ -89,6 +81,7 @@ class ClusterRun:
         self.job, self.folder, self.nodes, self.time_min = job, folder, nodes, time_min
         self.submitted_at = time.monotonic()
         self.finished_at: float | None = None
+        self.cancelled = False               # cancelled from here (the panel, a test)
 
     @property
     def job_id(self) -> str:
@@ -123,18 +116,27 @@ class ClusterRun:
             self.finished_at = time.monotonic()
         return finished
 
+    def final_state(self, settle: float = 15.0) -> str:
+        """Slurm's state once it leaves COMPLETING (tasks end before the job does)."""
+        deadline = time.monotonic() + settle
+        while self.state() not in FINAL_STATES and time.monotonic() < deadline:
+            time.sleep(0.5)
+            self.job.watcher.update()
+        return self.state()
+
     def cause(self) -> str:
-        """Why the job gave no result: a node's own error first, else Slurm's state."""
+        """Why the job gave no result: a cancellation as such; else a node's own error
+        (what pplab run printed there); else Slurm's state and the job's last stderr lines."""
+        state = self.final_state()
+        if self.cancelled or state == "CANCELLED":
+            return f"job {self.job_id} was cancelled (scancel) before it produced a result"
         notes = []
         for name in sorted(os.listdir(self.folder)):
             if name.startswith("cause-node"):
                 with open(os.path.join(self.folder, name)) as f:
                     notes.append(f"node {name[10:-4]}: {f.read().strip()}")
-        state = self.state()
         if notes:
             return f"job {self.job_id} {state.lower()}: " + "; ".join(notes)
-        if state == "CANCELLED":
-            return f"job {self.job_id} was cancelled (scancel) before it produced a result"
         if state == "TIMEOUT":
             return f"job {self.job_id} reached its time limit of {self.time_min} min"
         tail = " | ".join((self.job.stderr() or "").strip().splitlines()[-3:])
@@ -168,6 +170,7 @@ class ClusterRun:
         """scancel, whatever the state: nothing of this run stays in the queue."""
         if self.job.watcher.is_done(self.job_id, mode="cache"):
             return
+        self.cancelled = True
         self.job.cancel(check=False)
 
     def remove_folder(self) -> None:

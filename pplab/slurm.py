@@ -1,0 +1,19 @@
+"""Whether Slurm jobs can be submitted from here. Torch-free on purpose: the run panel asks
+when it is built, and offers its cluster mode only where the answer is yes."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+SLURM_COMMANDS = ("sbatch", "squeue", "scancel")
+
+
+def unavailable_reason() -> str | None:
+    """Why jobs cannot be submitted from here, or None when they can."""
+    missing = [c for c in SLURM_COMMANDS if shutil.which(c) is None]
+    if missing:
+        return (f"no Slurm on this machine ({', '.join(missing)} not on PATH): the cluster "
+                "mode submits through Slurm, so it is offered only where Slurm is installed")
+    if importlib.util.find_spec("submitit") is None:
+        return "submitit is not installed (pip install submitit): the cluster mode submits with it"
+    return None
