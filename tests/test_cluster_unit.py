@@ -140,3 +140,23 @@ def test_submit_without_slurm_says_why(monkeypatch):
     assert "no Slurm on this machine" in reason and "sbatch" in reason
     with pytest.raises(ValueError, match="no Slurm on this machine"):
         submit.submit_run("1f1b", 4, 8, nodes=2)
+
+
+def test_installed_slurm_without_a_controller_is_not_offered(monkeypatch):
+    from pplab import slurm
+    if slurm.unavailable_reason() and "not on PATH" in slurm.unavailable_reason():
+        pytest.skip("needs Slurm's commands on PATH")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.setattr(slurm, "CONFIG_PATHS", ("/nonexistent/slurm.conf",))
+    assert "no controller answers" in slurm.unavailable_reason()
+
+
+def test_run_panel_without_slurm_has_no_cluster_mode_and_says_why(monkeypatch):
+    from pplab.canvases.runs import run_panel
+    monkeypatch.setenv("PATH", "/nonexistent")
+    p = run_panel("1f1b", P=2, M=2)
+    import ipywidgets
+    assert isinstance(p.cluster.widget, ipywidgets.HTML)      # no toggle, a reason instead
+    assert "cluster mode not offered: no Slurm on this machine" in p.cluster.widget.value
+    p.cluster.mode.value = "cluster"            # even if forced, the run stays local
+    assert not p.cluster.on

@@ -203,5 +203,11 @@ def submit_run(schedule, P: int | None = 4, M: int | None = 8, V: int | None = N
                          time=time_min, job_name=f"pplab-{s.name}", signal_delay_s=5,
                          **({"partition": partition} if partition else {}),
                          **({"gpus_per_node": gpus_per_node} if gpus_per_node else {}))
-    job = ex.submit(run_on_node, dict(run_kw, schedule_or_name=s), job_dir)
+    try:
+        job = ex.submit(run_on_node, dict(run_kw, schedule_or_name=s), job_dir)
+    except (submitit.core.utils.FailedJobError, OSError) as e:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        from .launcher import RunError
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        raise RunError(f"sbatch refused the job: {lines[-1] if lines else e}") from None
     return ClusterRun(job, job_dir, nodes, time_min)
