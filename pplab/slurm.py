@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import subprocess
 
 SLURM_COMMANDS = ("sbatch", "squeue", "scancel", "scontrol")
-CONFIG_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf")
+#: where Debian's packages and configless slurmd (its cached copy) keep slurm.conf
+CONFIG_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/run/slurm/conf/slurm.conf")
 
 
 def unavailable_reason() -> str | None:
@@ -21,9 +21,6 @@ def unavailable_reason() -> str | None:
         return "submitit is not installed (pip install submitit): the cluster mode submits with it"
     confs = (os.environ.get("SLURM_CONF", ""), *CONFIG_PATHS)
     if not any(p and os.path.exists(p) for p in confs):
-        try:                             # configless Slurm: no file, the controller answers
-            subprocess.run(["scontrol", "ping"], capture_output=True, timeout=5, check=True)
-        except (OSError, subprocess.SubprocessError):
-            return ("Slurm's commands are installed but no controller answers (no slurm.conf "
-                    "and `scontrol ping` fails): the cluster mode needs a running Slurm")
+        return ("Slurm's commands are installed but there is no Slurm configuration (SLURM_CONF, "
+                + ", ".join(CONFIG_PATHS) + "): the cluster mode needs a configured Slurm")
     return None

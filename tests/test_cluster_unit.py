@@ -38,9 +38,12 @@ def test_unknown_interface_names_the_ones_there_are():
         cluster.choose_interface("10.77.0.1", flag="wlan9", interfaces=IFACES)
 
 
-def test_unresolvable_rendezvous_host_is_one_clear_error():
-    with pytest.raises(ValueError, match="cannot resolve the rendezvous host 'no-such-host.invalid'"):
-        cluster.route_source("no-such-host.invalid")
+def test_unresolvable_rendezvous_host_is_one_clear_error(monkeypatch):
+    def fail(*a, **k):                  # no lookup leaves the machine
+        raise cluster.socket.gaierror(-2, "Name or service not known")
+    monkeypatch.setattr(cluster.socket, "getaddrinfo", fail)
+    with pytest.raises(ValueError, match="cannot resolve the rendezvous host 'gpu99'"):
+        cluster.route_source("gpu99")
 
 
 @pytest.mark.parametrize("nodelist, first", [
@@ -142,13 +145,13 @@ def test_submit_without_slurm_says_why(monkeypatch):
         submit.submit_run("1f1b", 4, 8, nodes=2)
 
 
-def test_installed_slurm_without_a_controller_is_not_offered(monkeypatch):
+def test_installed_slurm_without_a_configuration_is_not_offered(monkeypatch):
     from pplab import slurm
     if slurm.unavailable_reason() and "not on PATH" in slurm.unavailable_reason():
         pytest.skip("needs Slurm's commands on PATH")
     monkeypatch.delenv("SLURM_CONF", raising=False)
     monkeypatch.setattr(slurm, "CONFIG_PATHS", ("/nonexistent/slurm.conf",))
-    assert "no controller answers" in slurm.unavailable_reason()
+    assert "there is no Slurm configuration" in slurm.unavailable_reason()
 
 
 def test_run_panel_without_slurm_has_no_cluster_mode_and_says_why(monkeypatch):

@@ -156,7 +156,8 @@ def slurm_step(environ: Mapping[str, str] = os.environ) -> SlurmStep | None:
     if step is None or job is None:
         return None
     step_id = int(step) if step.isdigit() else 0     # "batch"/"extern" steps are not srun's
-    get = lambda *names, default="": next((environ[n] for n in names if n in environ), default)  # noqa: E731
+    def get(*names: str, default: str = "") -> str:
+        return next((environ[n] for n in names if n in environ), default)
     nnodes = int(get("SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", default="1"))
     return SlurmStep(job_id=int(job), step_id=step_id, nnodes=nnodes,
                      node_rank=int(get("SLURM_NODEID", default="0")),
