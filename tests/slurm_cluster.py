@@ -153,6 +153,19 @@ class SlurmCluster:
         r = self.run(["squeue", "--noheader", "--format=%i %T"], timeout=15)
         return r.stdout.split("\n") if r.stdout.strip() else []
 
+    def wait_job(self, job_id: str, timeout: float = 180) -> str:
+        """Poll (0.3 s) until the job reaches a final state; that state. ``sbatch --wait``
+        backs off to 32 s between checks, which would hide how long a job really takes."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = self.run(["squeue", "--states=all", "--noheader", "--format=%T",
+                          f"--jobs={job_id}"], timeout=15)
+            state = r.stdout.strip()
+            if state and state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+                return state
+            time.sleep(0.3)
+        raise TimeoutError(f"job {job_id} not finished after {timeout:g} s: {self.queue()}")
+
     def wait_queue_empty(self, timeout: float = 60) -> list[str]:
         deadline = time.monotonic() + timeout
         while self.queue() and time.monotonic() < deadline:

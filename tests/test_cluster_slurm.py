@@ -104,12 +104,13 @@ def test_a_p_that_does_not_divide_over_the_nodes_stops_with_one_line(slurm, env)
 def test_example_batch_script_runs_with_sbatch(slurm, env):
     out = os.path.join(slurm.dir, "jobs", "cpu-%j.out")
     t0 = time.monotonic()
-    r = slurm.run(["sbatch", "--wait", f"--output={out}",
+    r = slurm.run(["sbatch", "--parsable", f"--output={out}",
                    os.path.join(ROOT, "examples", "slurm", "cpu.sbatch"), "--json"],
-                  timeout=240, env=env)
-    took = time.monotonic() - t0
+                  timeout=60, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
-    job = r.stdout.split()[-1]
+    job = r.stdout.strip().split(";")[0]
+    assert slurm.wait_job(job, timeout=240) == "COMPLETED"
+    took = time.monotonic() - t0
     with open(out.replace("%j", job)) as f:
         text = f.read()
     d0, d1 = _results(text)
