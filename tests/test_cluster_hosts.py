@@ -3,7 +3,6 @@ where the host name resolves to 127.0.0.1 as in many containers. ``pplab run --n
 each side must train like one process; a node killed mid-job must be named by the other."""
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -47,9 +46,14 @@ def _start(lan, tmp, *extra, env=None):
             for k, h in enumerate(("n0", "n1"))]
 
 
-def test_host_name_resolves_to_loopback_here():
-    # the setting of the bug: without an interface choice, gloo advertises 127.0.0.1
-    assert socket.gethostbyname(socket.gethostname()).startswith("127.")
+def test_advertising_loopback_is_the_bug_and_a_users_interface_is_kept(lan, tmp_path):
+    # what gloo did by itself where the host name resolves to 127.0.0.1: with the user's own
+    # GLOO_SOCKET_IFNAME=lo (kept, not overridden) each rank tells its peers to dial 127.0.0.1
+    procs = _start(lan, tmp_path, "--timeout", "20", env={"GLOO_SOCKET_IFNAME": "lo"})
+    outs = [p.communicate(timeout=90) for p in procs]
+    assert all(p.returncode == 1 for p in procs), outs
+    assert any("connectFullMesh failed" in err and "remote=[127.0.0.1]" in err
+               for _, err in outs), outs       # the issue's error, word for word
 
 
 def test_two_hosts_train_like_one_process_and_print_the_same(lan, tmp_path):
