@@ -163,3 +163,16 @@ def test_run_panel_without_slurm_has_no_cluster_mode_and_says_why(monkeypatch):
     assert "cluster mode not offered: no Slurm on this machine" in p.cluster.widget.value
     p.cluster.mode.value = "cluster"            # even if forced, the run stays local
     assert not p.cluster.on
+
+
+def test_cluster_mode_refuses_a_p_that_does_not_divide_before_submitting(monkeypatch):
+    from pplab.canvases.cluster_mode import ClusterMode
+    from pplab.canvases.runs import launch
+    from pplab.runtime import submit
+    monkeypatch.setattr(submit, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(submit, "QueueExecutor", lambda **k: pytest.fail("nothing is submitted"))
+    cm = ClusterMode(nodes=2)
+    res, msg = launch("1f1b", P=3, M=6, runner=cm.run)
+    assert res is None
+    assert msg == ("1f1b with P=3, M=6: P=3 ranks cannot be split evenly over 2 nodes; "
+                   "use a P that is a multiple of 2")

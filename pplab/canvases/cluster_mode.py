@@ -24,11 +24,11 @@ QUEUE_TIMEOUT = 600.0
 class ClusterMode:
     """Widgets and state of the cluster mode; ``on`` is True when the toggle says cluster."""
 
-    def __init__(self, nodes: int = 2, partition: str = "", gpus_per_node: int = 0,
+    def __init__(self, nodes: int = 2, partition: str = "", gpus: bool = False,
                  folder: str | None = None, queue_timeout: float = QUEUE_TIMEOUT):
         import ipywidgets as w
         self.reason = unavailable_reason()
-        self.gpus_per_node, self.folder, self.queue_timeout = gpus_per_node, folder, queue_timeout
+        self.folder, self.queue_timeout = folder, queue_timeout
         self.job: Any = None
         self.mode = w.ToggleButtons(options=["local", "cluster"], value="local",
                                     description="run on", style={"button_width": "70px"})
@@ -36,13 +36,16 @@ class ClusterMode:
                                  layout=w.Layout(width="220px"))
         self.partition = w.Text(value=partition, description="partition",
                                 placeholder="default", layout=w.Layout(width="200px"))
+        self.gpus = w.Checkbox(value=gpus, description="a GPU per rank", indent=False,
+                               layout=w.Layout(width="130px"))
         self.cancel_button = w.Button(description="Cancel job", icon="stop", disabled=True,
                                       layout=w.Layout(width="120px"))
         self.cancel_button.on_click(lambda _: self.cancel())
         if self.reason:
             self.widget = w.HTML(message_html(f"cluster mode not offered: {self.reason}", False))
         else:
-            self.widget = w.HBox([self.mode, self.nodes, self.partition, self.cancel_button])
+            self.widget = w.HBox([self.mode, self.nodes, self.partition, self.gpus,
+                                  self.cancel_button])
 
     @property
     def on(self) -> bool:
@@ -56,9 +59,11 @@ class ClusterMode:
             **run_kw):
         """Submit, watch, return the RunResult; RunError with the cause when there is none."""
         from ..runtime.submit import submit_run
-        self.job = job = submit_run(schedule, nodes=self.nodes.value,
+        nodes = self.nodes.value
+        self.job = job = submit_run(schedule, nodes=nodes,
                                     partition=self.partition.value.strip() or None,
-                                    gpus_per_node=self.gpus_per_node, folder=self.folder,
+                                    gpus_per_node=schedule.P // nodes if self.gpus.value else 0,
+                                    folder=self.folder,
                                     time_min=max(1, int(timeout // 60) + 2), timeout=timeout,
                                     **run_kw)
         self.cancel_button.disabled = False
