@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: lab test bench bench-runtime clean
+.PHONY: lab test test-fast bench bench-runtime clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ test: $(STAMP)
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
 
+# the edit loop: pure core and drawing, no torchrun, notebooks or browser (under 2 minutes)
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow" tests
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_simulator.py

@@ -10,16 +10,16 @@ import statistics
 import time
 
 from pplab import NAMES, make_schedule, simulate
-from pplab.registry import default_V
+from pplab.registry import spec
 
 SMALL = (8, 32, 2)
 LARGE = (32, 256, 4)
 
 
 def v_for(name: str, V: int) -> int:
-    if name in FIXED_V:
-        return FIXED_V[name]
-    return V if name in ("interleaved", "bfs") else 1
+    """The slider's V where the schedule takes any V, else the schedule's own."""
+    s = spec(name)
+    return V if s.stages_per_rank == "any" else s.default_V
 
 
 def median_ms(fn, repeats: int) -> float:
@@ -29,6 +29,21 @@ def median_ms(fn, repeats: int) -> float:
         fn()
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def planner_time() -> None:
+    """The 3D planner over every layout of Llama-3-70B on 64 GPUs, caches cleared each time."""
+    from pplab.memory import get_preset
+    from pplab.memory import planner as pl
+    model = get_preset("llama3-70b").with_(seq=4096)
+
+    def cold_plan():
+        for f in (pl._sim, pl._schedule, pl._alive_states, pl._rank_params, pl._equivalents,
+                  pl._estimate_cached):
+            f.cache_clear()
+        pl.plan(model, 64)
+    print(f"\nplanner, llama3-70b on 64 GPUs, cold caches: median {median_ms(cold_plan, 3):.0f} ms "
+          "over 3 runs")
 
 
 def main() -> None:
@@ -46,6 +61,7 @@ def main() -> None:
         per_a, per_b = a / na * 1e3, b / nb * 1e3
         print(f"{name:12s} {a:12.2f} {na:8d} {b:14.1f} {nb:8d} {per_a:16.2f} {per_b:16.2f} "
               f"{per_b / per_a:6.2f}")
+    planner_time()
     try:
         from pplab.draw import draw_timeline
     except ImportError:

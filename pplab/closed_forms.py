@@ -61,5 +61,6 @@ def excess_dualpipev(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
     return (P - 1) * (tfb + tb - 3 * tw) / 2
 
 
-__all__ = ["excess_naive", "bubble_fraction", "bubble_ratio", "bubble_both", "excess_1f1b", "excess_zb_h1",
+__all__ = ["excess_naive", "bubble_fraction", "bubble_ratio", "bubble_both", "excess_1f1b",
+           "excess_zb_h1",
            "excess_zb_h2", "excess_zbv", "excess_dualpipe", "excess_dualpipev"]

@@ -196,8 +196,9 @@ class Schedule:
                 for op in ops:
                     for a in op.parts:
                         if found.setdefault(a.stage, rank) != rank:
-                            raise ValueError(f"stage {a.stage} appears on rank {found[a.stage]} and "
-                                             f"rank {rank}; a stage lives on one rank")
+                            raise ValueError(f"stage {a.stage} appears on rank "
+                                             f"{found[a.stage]} and rank {rank}; a stage "
+                                             "lives on one rank")
             n = max(found, default=-1) + 1
             missing = [s for s in range(n) if s not in found]
             if missing:

@@ -3,7 +3,7 @@ are ready. The validator runs the same executor, so "validates" and "simulates" 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .ir import Action, Op, Schedule

@@ -33,6 +33,6 @@ def timeline_to_text(timeline: Timeline, width: int = 100) -> str:
 
 def metrics_text(timeline: Timeline) -> str:
     bf, br = timeline.bubble_fraction, timeline.bubble_ratio
-    return (f"makespan {timeline.makespan:.4g}   bubble {bf:.2%} of total time (idle ÷ P·makespan), "
-            f"{br:.2%} of ideal (idle ÷ busy)\n"
+    return (f"makespan {timeline.makespan:.4g}   bubble {bf:.2%} of total time "
+            f"(idle ÷ P·makespan), {br:.2%} of ideal (idle ÷ busy)\n"
             f"peak in-flight microbatches per rank: {timeline.peak_inflight}")

@@ -6,7 +6,7 @@ same schedule can be compared number for number and drawn one over the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from .ir import Op, Schedule, parse_op
 
@@ -133,9 +133,8 @@ class Timeline:
 
     # ---- conversion ----------------------------------------------------------------------
     def shifted(self, offset: float) -> "Timeline":
-        return Timeline(self.num_ranks,
-                        [Event(e.rank, e.op, e.start + offset, e.end + offset) for e in self.events],
-                        self.source, self.schedule, dict(self.meta))
+        moved = [Event(e.rank, e.op, e.start + offset, e.end + offset) for e in self.events]
+        return Timeline(self.num_ranks, moved, self.source, self.schedule, dict(self.meta))
 
     def to_dict(self) -> dict:
         t0 = self.start
@@ -151,8 +150,3 @@ class Timeline:
                   for e in d["events"]]
         return cls(int(d["num_ranks"]), events, d.get("source", "measured"), schedule,
                    dict(d.get("meta", {})))
-
-
-def merge_events(num_ranks: int, per_rank: Sequence[Sequence[Event]], **kw) -> Timeline:
-    """Gather per-rank event lists (e.g. from ``all_gather_object``) into one Timeline."""
-    return Timeline(num_ranks, [e for evs in per_rank for e in evs], **kw)

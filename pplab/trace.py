@@ -25,7 +25,8 @@ def to_chrome_trace(timeline: Timeline, time_unit: float = 1.0) -> dict:
             "args": {"stage": first.stage, "microbatch": first.microbatch, "kind": e.op.kind},
         })
     return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"source": timeline.source, **{k: str(v) for k, v in timeline.meta.items()}}}
+            "otherData": {"source": timeline.source,
+                          **{k: str(v) for k, v in timeline.meta.items()}}}
 
 
 def write_chrome_trace(timeline: Timeline, path: str, time_unit: float = 1.0) -> str:

@@ -20,6 +20,7 @@ def _floats(lo, hi, step):
     return [lo + i * step for i in range(int(round((hi - lo) / step)) + 1)]
 
 
+@pytest.mark.slow
 def test_interleaved_render_every_combination():
     """P × M × V × schedule (no curve, no figure): valid → summary, invalid → the reason."""
     for name, P, M, V in itertools.product(IL.INTERLEAVED_SCHEDULES, range(1, 9), range(1, 33),
@@ -32,6 +33,7 @@ def test_interleaved_render_every_combination():
             assert "makespan" in msg and "point-to-point" in msg, msg
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", [("interleaved", 4, 8, 2, 0.25), ("bfs", 3, 5, 3, 0.5)])
 def test_interleaved_each_slider_full_range_with_figure(base):
     keys = ("schedule", "P", "M", "V", "comm")
@@ -62,6 +64,7 @@ def test_p2p_messages_counts():
     assert p2p_messages(make_schedule("interleaved", 1, 3, 2)) == 0
 
 
+@pytest.mark.slow
 def test_zero_bubble_render_every_value():
     """Schedule × P × M (no figure); each cost slider over its range; tw > tb → message."""
     for name, P, M in itertools.product(ZB.ZB_SCHEDULES, range(1, 9), range(1, 33)):

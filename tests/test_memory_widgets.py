@@ -3,7 +3,6 @@ escapes; invalid combinations come back as a clear message), figures rasterised,
 react without a kernel; and the planner's shortcuts (pruning, one simulation without p2p
 latency, steady activation peaks) agree with brute force."""
 import itertools
-import time
 
 import pytest
 
@@ -110,6 +109,7 @@ def test_layout_over_tp_pp_dp():
         _ok(mw.render_layout(preset, 16, 4, 2, 2, draw=False))
 
 
+@pytest.mark.slow
 def test_plan_render_and_table():
     fig, msg = mw.render_plan("llama3-70b", 64, 80, 4096, draw=True)
     assert fig is not None and figure_png(fig)[:4] == b"\x89PNG"
@@ -128,6 +128,7 @@ def test_figures_rasterise(fn, kw):
     assert fig is not None and figure_png(fig)[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_canvases_react_without_a_kernel():
     from pplab.canvases.base import CANVASES
     before = len(CANVASES)
@@ -167,6 +168,7 @@ def test_steady_activation_peak(monkeypatch, name, V):
     assert [r.activations for r in pl.fast_memory(m, cfg).per_rank] == pytest.approx(exact)
 
 
+@pytest.mark.slow
 def test_pruning_keeps_the_best_layout():
     """Brute force over every recompute × ZeRO (no dominance pruning) finds the same best."""
     m = get_preset("llama3-8b").with_(seq=2048)
@@ -179,15 +181,11 @@ def test_pruning_keeps_the_best_layout():
     assert best.step_time == pytest.approx(min(c.step_time for c in brute))
 
 
-def test_planner_speed_70b_on_64_gpus():
+@pytest.mark.slow
+def test_planner_70b_on_64_gpus_fills_the_budget():
+    """(Its speed is reported by benchmarks/bench_simulator.py, not asserted here.)"""
     m = get_preset("llama3-70b").with_(seq=4096)
-    for f in (pl._sim, pl._schedule, pl._alive_states, pl._rank_params, pl._equivalents,
-              pl._estimate_cached):
-        f.cache_clear()
-    t0 = time.process_time()
     cands = pl.plan(m, 64)
-    dt = time.process_time() - t0
-    assert dt < 6, f"planner took {dt:.1f} s of CPU (≈2.5 s expected)"
     assert cands[0].feasible and cands[0].config.tp * cands[0].config.pp * cands[0].config.dp == 64
 
 

@@ -38,6 +38,7 @@ def test_bad_input(bad, words):
         gpipe_peak_activation_bytes(**args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("M", [1, 3, 8])
 def test_accumulated_gradients_equal_the_batch_gradient_only_with_1_over_M(M):
     assert accumulation_error(M) < 1e-6

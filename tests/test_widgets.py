@@ -29,6 +29,7 @@ def _valid(name, P, M, V):
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", W.SCHEDULES)
 def test_render_every_P_M_V_never_raises(name):
     ok = bad = 0
@@ -48,6 +49,7 @@ def test_render_every_P_M_V_never_raises(name):
         assert bad > 0          # the V slider reaches values these schedules refuse
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", W.SCHEDULES)
 def test_render_draws_across_the_range(name):
     """Figures for every P and V at a spread of M (drawing is the slow part; the full grid
@@ -65,12 +67,14 @@ def test_render_draws_across_the_range(name):
     assert drawn > 0
 
 
+@pytest.mark.slow
 def test_render_with_inflight_panel():
     fig, msg = T.render("1f1b", 4, 8, 1, inflight=True)
     assert len(fig.axes) == 2 and "[4, 3, 2, 1]" in msg
     figure_png(fig, dpi=30)
 
 
+@pytest.mark.slow
 def test_cost_sliders_whole_range_including_invalid():
     vals = lambda lo, hi, st: [lo + i * st for i in range(int(round((hi - lo) / st)) + 1)]
     for tf in vals(0.5, 4.0, 0.5):
@@ -89,6 +93,7 @@ def test_cost_sliders_whole_range_including_invalid():
                 assert msg.startswith("makespan"), msg
 
 
+@pytest.mark.slow
 def test_compare_every_pair_and_range():
     for a, b in itertools.product(W.SCHEDULES, W.SCHEDULES):
         fig, msg = T.render_compare((a, b), 4, 8, draw=(a == "1f1b"))
@@ -106,6 +111,7 @@ def test_compare_every_pair_and_range():
     assert fig is None and "even number of ranks" in msg and "multiple of P" in msg
 
 
+@pytest.mark.slow
 def test_widgets_build_and_react_without_a_kernel():
     c = T.timeline_canvas("1f1b", P=4, M=8, costs=True)
     assert "makespan 33" in c.last_message

@@ -132,19 +132,6 @@ def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict) -> Canv
     return canvas
 
 
-def int_slider(description: str, value: int, bounds, width: str = "260px"):
-    """An integer slider that redraws on release (``continuous_update=False``)."""
-    import ipywidgets as w
-    return w.IntSlider(value=value, min=bounds[0], max=bounds[1], description=description,
-                       continuous_update=False, layout=w.Layout(width=width))
-
-
-def dropdown(description: str, options, value, width: str = "230px"):
-    import ipywidgets as w
-    return w.Dropdown(options=list(options), value=value, description=description,
-                      layout=w.Layout(width=width))
-
-
 __all__ = ["Canvas", "CANVASES", "P_RANGE", "M_RANGE", "V_RANGE", "SCHEDULES", "summary",
            "simulate_or_message", "timeline_over_panel", "show_figure", "message_html",
-           "cost_sliders", "build_canvas", "int_slider", "dropdown"]
+           "cost_sliders", "build_canvas"]

@@ -4,13 +4,13 @@ from __future__ import annotations
 import functools
 
 from ..comm_order import p2p_messages
-from ..registry import make_schedule
+from ..registry import make_schedule, names
 from ..timeline import peak_inflight
-from .base import (M_RANGE, P_RANGE, V_RANGE, Canvas, build_canvas, dropdown, int_slider,
-                   simulate_or_message, summary, timeline_over_panel)
+from .base import (M_RANGE, P_RANGE, V_RANGE, Canvas, build_canvas, simulate_or_message, summary,
+                   timeline_over_panel)
 
 # ---- lesson 05: interleaving, communication, and when V stops paying -------------------------
-INTERLEAVED_SCHEDULES = ("interleaved", "bfs")
+INTERLEAVED_SCHEDULES = names(stages_per_rank="any")     # every schedule with a free V
 COMM_RANGE = (0.0, 1.0, 0.125)           # per-hop latency slider: min, max, step
 CURVE_V = (1, 2, 3, 4, 6)                # V values on the makespan-vs-V curve
 

@@ -1,7 +1,8 @@
 """Canvases for the memory lessons (01, 07, 08, 09): the work is in plain ``render_*``
 functions returning ``(Figure | None, message)``; bad input (TP not dividing the heads,
 GPUs ≠ TP×PP×DP, a schedule that cannot take this P and M) comes back as the library's own
-one-line explanation, never as a traceback. The canvases reuse :func:`pplab.canvases.base.build_canvas`,
+one-line explanation, never as a traceback. The canvases reuse
+:func:`pplab.canvases.base.build_canvas`,
 so they land in :data:`pplab.canvases.base.CANVASES` and the headless notebook tests sweep them.
 """
 from __future__ import annotations
@@ -129,7 +130,7 @@ def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1, draw: b
 def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recompute="selective",
                   schedule="1f1b", M=32, gpu_memory=80, draw: bool = True):
     """One 3D layout: per-rank memory, bytes per axis and the estimated step time."""
-    from ..memory.comm import comm_times, comm_volumes
+    from ..memory.comm import comm_volumes
     from ..memory.planner import Hardware, estimate
     try:
         if int(gpus) != int(tp) * int(pp) * int(dp):
@@ -141,7 +142,6 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
         rep = memory_report(model, cfg)
         vols = comm_volumes(model, cfg, rep.schedule)
         hw = Hardware(memory=gpu_memory * GB)
-        times = comm_times(vols, cfg, hw.network)
         est = estimate(model, cfg, hw)
     except ValueError as e:
         return None, str(e)

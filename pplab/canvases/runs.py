@@ -418,6 +418,7 @@ def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
 
 
 __all__ = ["layer_costs", "partition_costs", "balance_timeline", "render_balance",
-           "balance_canvas", "BALANCE_METHODS", "check_run", "preview", "launch", "render_result", "result_text", "run_panel",
+           "balance_canvas", "BALANCE_METHODS", "check_run", "preview", "launch", "render_result",
+           "result_text", "run_panel",
            "RunPanel", "GRAD_TOLERANCE", "RUN_P_RANGE", "RUN_M_RANGE", "RUN_V_RANGE",
            "RUN_COST_RANGE"]

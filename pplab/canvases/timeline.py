@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..closed_forms import bubble_both
 from ..registry import default_V, spec
 from .base import (M_RANGE, P_RANGE, SCHEDULES, V_RANGE, Canvas, build_canvas, cost_sliders,
-                   dropdown, int_slider, simulate_or_message, summary, timeline_over_panel)
+                   simulate_or_message, summary, timeline_over_panel)
 
 
 def render(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = 1, tf=1.0, tb=2.0,

@@ -1,13 +1,13 @@
 """Lesson 06: split backward, zero bubble, DualPipe."""
 from __future__ import annotations
 
-from ..registry import excess_closed_form, make_schedule
+from ..registry import excess_closed_form, make_schedule, names
 from ..simulate import Costs, simulate
 from ..timeline import peak_inflight
-from .base import M_RANGE, P_RANGE, Canvas, build_canvas, dropdown, int_slider, summary
+from .base import M_RANGE, P_RANGE, Canvas, build_canvas, summary
 
 
-ZB_SCHEDULES = ("1f1b", "zb-h1", "zb-h2", "zbv", "dualpipe", "dualpipev")
+ZB_SCHEDULES = ("1f1b",) + names(split_backward=True)    # 1F1B as the baseline
 ZB_COSTS = {"tf": (0.5, 3.0, 0.5), "tb": (0.5, 4.0, 0.5), "tw": (0.0, 2.0, 0.5),
             "tfb": (0.5, 7.0, 0.5)}
 

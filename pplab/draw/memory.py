@@ -12,7 +12,6 @@ from typing import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 
 GB = 1e9
 PART_COLORS = {"params": "#0072B2", "grads": "#E69F00", "optimizer": "#009E73",

@@ -111,7 +111,8 @@ def check_inflight(inflight_peak: Callable[[Sequence[str]], int],
                 if got != peaks[r]:
                     _fail(f"peak_1f1b(P={P}, M={M}, rank={r}) returned {got!r}, but the 1F1B run "
                           f"order holds at most {peaks[r]} activations on that rank. Per-rank "
-                          f"peaks for P={P}, M={M}: {peaks}. Hint: look at what happens when M < P.")
+                          f"peaks for P={P}, M={M}: {peaks}. "
+                          "Hint: look at what happens when M < P.")
                 n += 1
     print(f"in-flight counts: {n} rank checks passed ✓")
     return True

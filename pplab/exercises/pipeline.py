@@ -66,7 +66,8 @@ def _ranges(parts, n: int, k: int, label: str) -> list[tuple[int, int]]:
     return out
 
 
-def check_balanced_partition(balanced_partition: Callable[[Sequence[float], int], Sequence]) -> bool:
+def check_balanced_partition(
+        balanced_partition: Callable[[Sequence[float], int], Sequence]) -> bool:
     """``balanced_partition(costs, parts)``: contiguous, non-empty parts covering every layer,
     whose most expensive part costs no more than :func:`pplab.partition.balanced_split`'s."""
     for costs, k in PARTITION_CASES:

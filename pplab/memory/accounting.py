@@ -17,7 +17,8 @@ from .parallel import ParallelConfig
 
 
 def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: float = 2,
-                       bytes_grad: float = 2, bytes_optim: float = 12) -> tuple[float, float, float]:
+                       bytes_grad: float = 2, bytes_optim: float = 12
+                       ) -> tuple[float, float, float]:
     """(parameters, gradients, optimizer) bytes on one GPU holding ``psi`` parameters.
 
     ZeRO paper (Rajbhandari et al. 2020) §5: stage 1 shards the optimizer states over the

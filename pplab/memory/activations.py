@@ -17,7 +17,6 @@ tiny model) scale the formula by bytes/2 — an approximation, since the masks s
 """
 from __future__ import annotations
 
-from .model_spec import ModelSpec
 
 
 def layer_activation_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool = False,
@@ -47,13 +46,6 @@ def last_stage_extra_bytes(s: int, b: int, h: int, vocab: int, t: int = 1, sp: b
     4·s·b·V/t kept for the cross-entropy — Korthikanti §4.3: 4sbh/t·(1 + V/h) with SP."""
     k = bytes_per_value / 2
     return 4 * s * b * h * k / (t if sp else 1) + 4 * s * b * vocab / t
-
-
-def model_layer_bytes(model: ModelSpec, b: int, t: int = 1, sp: bool = False,
-                      recompute: str = "none", bytes_per_value: float = 2,
-                      seq: int | None = None) -> float:
-    return layer_activation_bytes(seq or model.seq, b, model.hidden, model.heads, t, sp,
-                                  recompute, bytes_per_value)
 
 
 def seed_article_layer_bytes(s: int, b: int, h: int, a: int) -> float:

@@ -25,15 +25,14 @@ distinct simulations, the PP = 16 interleaved / ZB-V / DualPipeV ones dominating
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..registry import make_schedule
+from ..registry import make_schedule, names, spec
 from ..simulate import Costs, simulate
 from ..partition import stage_layers
 from ..timeline import peak_inflight
-from .comm import Network, axis_bandwidths, comm_volumes
+from .comm import Network, axis_bandwidths
 from .model_spec import ModelSpec
 from .parallel import ParallelConfig
 
@@ -45,7 +44,7 @@ GROWING_PEAK = {"gpipe", "naive"}     # activation peak grows with M (all forwar
 # Schedules whose makespan (with p2p latency too) grows by the same amount every 2 microbatches
 # once M ≥ 2P (checked by simulation for P = 2..16): extrapolate from M and M + 2, not M + P.
 PERIOD_2 = {"zb-h1", "zbv"}
-SPLIT_BACKWARD = {"zb-h1", "zbv", "dualpipe", "dualpipev"}
+SPLIT_BACKWARD = set(names(split_backward=True))
 
 
 @dataclass(frozen=True)
@@ -308,7 +307,7 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                     continue
                 M = gb // (d * b)
                 for name in (schedules if p > 1 else ("1f1b",)):
-                    for V in (virtual if name in ("interleaved", "bfs") else (None,)):
+                    for V in (virtual if spec(name).stages_per_rank == "any" else (None,)):
                         out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
                                              sp and t > 1, zero_stages, hw, seq))
     out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
@@ -381,9 +380,3 @@ def _states(psi, cfg):
     from .accounting import model_states_bytes
     return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
                               cfg.bytes_optim)
-
-
-def timed_plan(*args, **kw) -> tuple[list[Candidate], float]:
-    t0 = time.perf_counter()
-    res = plan(*args, **kw)
-    return res, time.perf_counter() - t0

@@ -1,0 +1,75 @@
+"""The layering promises of docs/DESIGN.md, checked in fresh interpreters.
+
+The pure core must run where torch, numpy, matplotlib and ipywidgets are absent (a browser
+tab under Pyodide), and it must not pull them in by accident through a lazy import.
+"""
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "numpy", "matplotlib", "ipywidgets", "IPython")
+
+PURE_WORK = """
+import sys
+import pplab
+from pplab import make_schedule, simulate, validate, NAMES
+from pplab.canvases.timeline import render, render_compare
+from pplab.canvases.interleaved import render_interleaved
+from pplab.canvases.zero_bubble import render_zero_bubble
+from pplab.comm_order import in_order_plan, p2p_messages
+from pplab.memory import ParallelConfig, get_preset, memory_report
+from pplab.text import timeline_to_text
+for name in NAMES:
+    s = make_schedule(name, 4, 8)
+    validate(s)
+    timeline_to_text(simulate(s))
+    in_order_plan(s)
+    p2p_messages(s)
+assert render("interleaved", 8, 32, 2, draw=False)[0] is None
+assert render_compare(("zb-h2", "interleaved"), 4, 8, V=2, draw=False)[0] is None
+render_interleaved("interleaved", 4, 8, 2, draw=False)
+render_zero_bubble("zbv", 4, 8, draw=False)
+memory_report(get_preset("llama3-8b"), ParallelConfig(tp=1, pp=4, dp=2, microbatches=8))
+print(",".join(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY})))
+""".replace("{HEAVY}", repr(set(HEAVY)))
+
+
+def test_pure_core_and_render_without_drawing_import_no_heavy_library():
+    """Everything a slider needs to compute (not draw) stays pure Python."""
+    out = subprocess.run([sys.executable, "-c", PURE_WORK], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"the pure core imported: {out.stdout.strip()}"
+
+
+PURE_PACKAGES = ["pplab/*.py", "pplab/schedules/*.py", "pplab/memory/*.py",
+                 "pplab/exercises/*.py"]
+
+
+def _imports(path: pathlib.Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield ("." * node.level) + (node.module or "")
+
+
+@pytest.mark.parametrize("pattern", PURE_PACKAGES)
+def test_pure_modules_never_name_a_heavy_library_or_an_upper_layer(pattern):
+    """Even a lazy import inside a function counts: one stray call would break Pyodide."""
+    upper = ("canvases", "draw", "cli", "runtime")
+    for path in sorted(ROOT.glob(pattern)):
+        for name in _imports(path):
+            top = name.lstrip(".").split(".")[0]
+            assert top not in HEAVY, f"{path.relative_to(ROOT)} imports {name}"
+            assert top not in upper, f"{path.relative_to(ROOT)} imports the upper layer {name}"
+
+
+def test_no_line_over_100_characters():
+    long = [f"{p.relative_to(ROOT)}:{i}" for p in sorted(ROOT.glob("pplab/**/*.py"))
+            for i, line in enumerate(p.read_text().splitlines(), 1) if len(line) > 100]
+    assert not long, long
