@@ -5,6 +5,7 @@ mode), a P that does not divide, and a node killed mid-job. Every job's gradient
 process and its result says nnodes 2; no job, process, namespace or folder is left."""
 import json
 import os
+import re
 import sys
 import time
 
@@ -78,11 +79,14 @@ def _check_two_node_result(d: dict) -> None:
 
 
 def test_srun_without_node_flags_is_one_job_across_both_nodes(slurm, env):
+    # one output file per task: srun forwards long lines in 1 KB pieces, and two tasks'
+    # pieces can interleave in one stream
+    out = os.path.join(slurm.dir, "jobs", "srun-%t.json")
     t0 = time.monotonic()
-    r = slurm.run(["srun", "-N2", "pplab", "run", "--schedule", "1f1b", "-P", "4", "-M", "8",
-                   "--json"], timeout=180, env=env)
+    r = slurm.run(["srun", "-N2", f"--output={out}", "pplab", "run", "--schedule", "1f1b",
+                   "-P", "4", "-M", "8", "--json"], timeout=180, env=env)
     assert r.returncode == 0, r.stderr
-    d0, d1 = _results(r.stdout)                  # each node prints the result ...
+    d0, d1 = (_results(open(out.replace("%t", t)).read())[0] for t in "01")  # each node ...
     assert d0 == d1                              # ... and it is the same one
     _check_two_node_result(d0)
     print(f"\nsrun: gradient error {d0['grad_max_rel_error']:.2e}, "
@@ -105,19 +109,23 @@ def test_example_batch_script_runs_with_sbatch(slurm, env):
     out = os.path.join(slurm.dir, "jobs", "cpu-%j.out")
     t0 = time.monotonic()
     r = slurm.run(["sbatch", "--parsable", f"--output={out}",
-                   os.path.join(ROOT, "examples", "slurm", "cpu.sbatch"), "--json"],
-                  timeout=60, env=env)
+                   os.path.join(ROOT, "examples", "slurm", "cpu.sbatch")], timeout=60, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     job = r.stdout.strip().split(";")[0]
     assert slurm.wait_job(job, timeout=240) == "COMPLETED"
     took = time.monotonic() - t0
     with open(out.replace("%j", job)) as f:
         text = f.read()
-    d0, d1 = _results(text)
-    assert d0 == d1
-    _check_two_node_result(d0)
-    print(f"\nsbatch: gradient error {d0['grad_max_rel_error']:.2e}, {took:.1f} s from submit "
-          "to result")
+    # the script's text report, each line labelled with the node (task) that printed it
+    report = {t: [ln[3:] for ln in text.splitlines() if ln.startswith(f"{t}: ")
+                  and ("gradient" in ln or "nodes:" in ln or ln[3:].startswith("rank "))]
+              for t in "01"}
+    assert report["0"] == report["1"] and len(report["0"]) == 6, text   # the same on both
+    assert ("2 nodes: node 0 pn0 10.77.0.1 ranks 0–1, node 1 pn1 10.77.0.2 ranks 2–3"
+            in report["0"]), text
+    err = float(re.search(r"max relative gradient error (\S+)", text).group(1))
+    assert err < 1e-5
+    print(f"\nsbatch: gradient error {err:.2e}, {took:.1f} s from submit to result")
     _assert_clean(slurm)
 
 
