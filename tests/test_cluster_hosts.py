@@ -39,6 +39,12 @@ def _litter(tmp) -> list[str]:
     return sorted(n for n in os.listdir(tmp) if not n.startswith("torchinductor_"))
 
 
+def _one_json(stdout: str) -> dict:
+    lines = stdout.strip().splitlines()
+    assert len(lines) == 1, f"--json must print one line, got {len(lines)}: {stdout[:3000]!r}"
+    return json.loads(lines[0])
+
+
 def _start(lan, tmp, *extra, env=None):
     env = dict(os.environ, TMPDIR=str(tmp), **(env or {}))
     return [subprocess.Popen(lan.exec(h, _cmd(k, *extra)), stdout=subprocess.PIPE,
@@ -61,7 +67,7 @@ def test_two_hosts_train_like_one_process_and_print_the_same(lan, tmp_path):
     outs = [p.communicate(timeout=180) for p in procs]
     for p, (_, err) in zip(procs, outs):
         assert p.returncode == 0, err
-    d0, d1 = (json.loads(o) for o, _ in outs)
+    d0, d1 = (_one_json(o) for o, _ in outs)
     assert d0 == d1
     assert d0["nnodes"] == 2 and d0["grad_max_rel_error"] < 1e-5
     assert [(p["rank"], p["node_rank"], p["host"]) for p in d0["placement"]] == [
