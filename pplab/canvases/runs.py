@@ -27,6 +27,7 @@ from ..partition import stage_layers
 from ..registry import default_V, make_schedule
 from ..simulate import Costs, simulate
 from .base import CANVASES, SCHEDULES, Canvas, build_canvas, message_html
+from .cluster_mode import ClusterMode
 
 #: slider ranges of the run panel (a real run starts P processes: keep P small on a laptop)
 RUN_P_RANGE = (1, 8)
@@ -98,9 +99,11 @@ def preview(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None
 
 def launch(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
            emulate: bool = True, tf=0.05, tb=0.1, tw=0.0, steps: int = 2,
-           timeout: float = 120.0, progress: Callable[[str], None] | None = None, **run_kw):
+           timeout: float = 120.0, progress: Callable[[str], None] | None = None,
+           runner: Callable | None = None, **run_kw):
     """Run for real. ``(RunResult, "")`` on success, ``(None, message)`` when the combination
-    is invalid (nothing is launched) or the run fails (the message names rank and cause)."""
+    is invalid (nothing is launched) or the run fails (the message names rank and cause).
+    ``runner`` replaces ``run_schedule`` (the cluster mode's Slurm submission)."""
     sched, err = check_run(schedule, P, M, V, emulate, tf, tb, tw)
     if err:
         return None, err + "\n(nothing launched)"
@@ -109,8 +112,9 @@ def launch(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
     except ImportError as e:            # pragma: no cover - torch missing
         return None, f"the runtime needs PyTorch, which is not importable here: {e}"
     try:
-        res = rt.run_schedule(sched, steps=steps, emulate=_emulate(emulate, tf, tb, tw),
-                              timeout=timeout, progress=progress, **run_kw)
+        run = runner or rt.run_schedule
+        res = run(sched, steps=steps, emulate=_emulate(emulate, tf, tb, tw), timeout=timeout,
+                  progress=progress, **run_kw)
     except rt.RunError as e:
         return None, f"the real run failed: {e}"
     except ValueError as e:             # the runtime refused the arguments before launching
@@ -141,6 +145,9 @@ def result_text(result, trace_path: str | None = None) -> str:
         lines.append(f"gradients: max relative error {err:.2e} {ok} the single-process "
                      f"reference (tolerance {GRAD_TOLERANCE:g}); loss {result.loss:.6f} vs "
                      f"reference {result.reference_loss:.6f}")
+    if getattr(result, "nnodes", 1) > 1:
+        from ..runtime.cluster import nodes_line
+        lines.append(nodes_line(result.placement))
     lines.append(f"peak in-flight microbatches per rank {list(result.peak_inflight)}; "
                  f"peak saved-for-backward bytes per rank {list(result.peak_saved_bytes)}")
     if result.note:
@@ -184,6 +191,7 @@ class RunPanel(Canvas):
     result_message: str = ""
     progress_lines: list = field(default_factory=list)
     run_kw: dict = field(default_factory=dict)
+    cluster: Any = None                  # ClusterMode: the local/cluster toggle and its job
 
     def click(self) -> None:
         """What the button does (tests call it, then ``join()``)."""
@@ -227,7 +235,7 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
     message, status, result_html = w.HTML(), w.HTML(), w.HTML()
     image = w.Image(format="png", layout=w.Layout(max_width="100%"))
     panel = RunPanel(None, controls, lambda: None, message, button=button, status=status,
-                     image=image, run_kw=dict(run_kw, timeout=timeout))
+                     image=image, run_kw=dict(run_kw, timeout=timeout), cluster=ClusterMode())
 
     def kw():
         d = {k: c.value for k, c in controls.items()}
@@ -256,7 +264,8 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
     def work(args: dict, trace: str | None):
         t0 = time.monotonic()
         try:
-            res, msg = launch(**args, progress=progress, **panel.run_kw)
+            runner = panel.cluster.run if panel.cluster.on else None
+            res, msg = launch(**args, progress=progress, runner=runner, **panel.run_kw)
             if res is None:
                 panel.result, panel.figure = None, None
                 result_html.value = message_html(msg, False)
@@ -288,7 +297,8 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
         button.disabled = True
         button.description = "running…"
         panel.progress_lines.clear()
-        status.value = message_html("starting torchrun…", True)
+        status.value = message_html("submitting to Slurm…" if panel.cluster.on
+                                    else "starting torchrun…", True)
         result_html.value = ""
         trace = trace_path if controls["trace"].value else None
         panel.thread = threading.Thread(target=work, args=(args, trace), daemon=True,
@@ -303,7 +313,7 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
     panel.widget = w.VBox([
         w.HBox([controls["schedule"], controls["P"], controls["M"], controls["V"]]),
         w.HBox([controls["emulate"], controls["tf"], controls["tb"], controls["tw"]]),
-        w.HBox([button, controls["trace"]]),
+        w.HBox([button, controls["trace"]]), panel.cluster.widget,
         message, status, result_html, image])
     update()
     CANVASES.append(panel)

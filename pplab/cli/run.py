@@ -43,11 +43,15 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="whole-job timeout, seconds")
     p.add_argument("--comm-timeout", type=float, default=None,
                    help="seconds a rank may wait on one receive before it is declared stuck")
-    p.add_argument("--nnodes", type=int, default=1,
-                   help="nodes; run the same command on each, P/nnodes ranks per node")
-    p.add_argument("--node-rank", type=int, default=0, help="this node's index, 0..nnodes-1")
+    p.add_argument("--nnodes", type=int, default=None,
+                   help="nodes; run the same command on each, P/nnodes ranks per node "
+                        "(under srun: the step's nodes, with node rank and endpoint from Slurm)")
+    p.add_argument("--node-rank", type=int, default=None, help="this node's index, 0..nnodes-1")
     p.add_argument("--rdzv-endpoint", default=None,
                    help="node 0's HOST:PORT, reachable by all nodes (multi-node runs)")
+    p.add_argument("--socket-ifname", default=None, metavar="IFACE",
+                   help="network interface the ranks talk over (default: the one that routes to "
+                        "the rendezvous host; sets GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)")
     p.add_argument("--comm", choices=["auto", "up-front", "in-order"], default="auto",
                    help="message posting: up-front (gloo's default) or in-order (NCCL's)")
     m = p.add_argument_group("model shape (defaults: the tiny CPU model)")
@@ -82,12 +86,15 @@ def main(args) -> int:
         if args.tfb is not None:
             emulate["tfb"] = args.tfb
     progress = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
+    from ..runtime.cluster import resolve_nodes    # flags, else a multi-node srun step's
+    nnodes, node_rank, endpoint = resolve_nodes(args.nnodes, args.node_rank, args.rdzv_endpoint)
     try:
         res = run_schedule(args.schedule, P=args.P, M=args.M, V=args.V, steps=args.steps,
                            emulate=emulate, recompute=args.recompute, timeout=args.timeout,
                            progress=progress, device=args.device, comm_timeout=args.comm_timeout,
-                           optimizer=args.optimizer, seed=args.seed, nnodes=args.nnodes,
-                           node_rank=args.node_rank, rdzv_endpoint=args.rdzv_endpoint,
+                           optimizer=args.optimizer, seed=args.seed, nnodes=nnodes,
+                           node_rank=node_rank, rdzv_endpoint=endpoint,
+                           socket_ifname=args.socket_ifname,
                            save_checkpoint=args.save_checkpoint,
                            load_checkpoint=args.load_checkpoint, model=model_config(args),
                            comm=args.comm)
@@ -127,6 +134,9 @@ def main(args) -> int:
     if d["cuda_peak_bytes"]:
         print("CUDA peak allocated per rank: "
               + ", ".join(f"{b / 1e9:.3f} GB" for b in d["cuda_peak_bytes"]))
+    if d["nnodes"] > 1:
+        from ..runtime.cluster import nodes_line
+        print(nodes_line(d["placement"]))
     for r, row in enumerate(d["ranks"]):
         print(f"rank {r}: " + " ".join(row))
     return 0

@@ -27,6 +27,7 @@ from ..simulate import simulate
 from ..timeline import Event, Timeline
 from ..validate import problems
 from .config import RunConfig, RunSpec, emulated_costs
+from . import cluster
 from .model import TinyConfig, check_model_fits
 
 
@@ -56,6 +57,8 @@ class RunResult:
     step_times: list[float] = field(default_factory=list)
     worst_parameter: str = ""
     wall_s: float = 0.0
+    nnodes: int = 1
+    placement: list[dict] = field(default_factory=list)   # per rank: node_rank, host, node
 
     @property
     def bubble_fraction(self) -> float:
@@ -75,7 +78,7 @@ class RunResult:
              "step_time_s": self.step_time_s, "step_times": self.step_times,
              "bubble_fraction": self.bubble_fraction, "peak_inflight": self.peak_inflight,
              "peak_saved_bytes": self.peak_saved_bytes, "cuda_peak_bytes": self.cuda_peak_bytes,
-             "ranks": self.executed,
+             "ranks": self.executed, "nnodes": self.nnodes, "placement": self.placement,
              "events": self.timeline.to_dict()["events"]}
         if self.simulated is not None:
             d["simulated_bubble_fraction"] = self.simulated.bubble_fraction
@@ -246,18 +249,19 @@ def _launch(*args, **kw) -> tuple[dict, list[dict]]:
 def _launch_once(P: int, runs: list[RunSpec], *, timeout: float, comm_timeout: float,
                  device: str, progress: Callable[[str], None] | None, nnodes: int = 1,
                  node_rank: int = 0, rdzv_endpoint: str | None = None,
-                 keep_dir: str | None = None,
-                 schedule: Schedule | None = None) -> tuple[dict, list[dict]]:
+                 keep_dir: str | None = None, schedule: Schedule | None = None,
+                 socket_ifname: str | None = None) -> tuple[dict, list[dict]]:
     """One torchrun launch of P / nnodes local ranks (the node arguments were checked by
     ``check_nodes`` before anything was written)."""
     tmp = keep_dir or tempfile.mkdtemp(prefix="pplab-run-")
     os.makedirs(tmp, exist_ok=True)
     job = _write_job(tmp, runs, comm_timeout, device)
-    cmd = _torchrun_command(P, job["path"], nnodes, node_rank, rdzv_endpoint)
+    cmd = _torchrun_command(P, job["path"], nnodes, node_rank, rdzv_endpoint, tmp)
     if progress:
         progress(f"starting torchrun with {P} ranks")
+    peers_env = cluster.node_env(nnodes, rdzv_endpoint, socket_ifname)   # interface to peers
     returncode, timed_out, output, left = _supervise(cmd, tmp, job["progress"], timeout,
-                                                     progress)
+                                                     progress, peers_env)
     if timed_out or returncode != 0:
         raise _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_rank,
                        rdzv_endpoint, P)
@@ -287,7 +291,7 @@ def _write_job(tmp: str, runs: list[RunSpec], comm_timeout: float, device: str) 
 
 
 def _torchrun_command(P: int, job_path: str, nnodes: int, node_rank: int,
-                      rdzv_endpoint: str | None) -> list[str]:
+                      rdzv_endpoint: str | None, log_dir: str) -> list[str]:
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P // nnodes}",
            f"--nnodes={nnodes}", "--max-restarts=0", "--monitor-interval=0.1"]
     if nnodes > 1:
@@ -297,14 +301,16 @@ def _torchrun_command(P: int, job_path: str, nnodes: int, node_rank: int,
                 f"--node-rank={node_rank}"]
     else:
         cmd += ["--master-addr=127.0.0.1", f"--master-port={_free_port()}"]
+    cmd += cluster.torchrun_log_args(log_dir)     # torchrun's logs live in our run folder
     return cmd + ["-m", "pplab.runtime.worker", job_path]
 
 
 def _supervise(cmd: list[str], tmp: str, progress_path: str, timeout: float,
-               progress: Callable[[str], None] | None) -> tuple[int | None, bool, str, list]:
+               progress: Callable[[str], None] | None,
+               extra_env: dict) -> tuple[int | None, bool, str, list]:
     """Run torchrun in its own session until it ends or ``timeout``; relay progress lines;
     kill the session. Returns (exit code, timed out, torchrun's output, pids left alive)."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **extra_env)
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     log_path = os.path.join(tmp, "torchrun.log")
@@ -346,6 +352,7 @@ def _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_
                f"command with --node-rank {others} there, and check that {rdzv_endpoint} "
                "is node 0's address and reachable from every node")
     elif nnodes > 1:
+        msg += cluster.lost_node_note(tmp, node_rank)
         msg += (f"; this is node {node_rank} of {nnodes} (ranks {node_rank * (P // nnodes)}–"
                 f"{(node_rank + 1) * (P // nnodes) - 1}): a rank on another node reports "
                 "its own cause in that node's output")
@@ -373,7 +380,9 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
         cuda_peak_bytes=r["cuda_peak_bytes"], peak_inflight=tl.peak_inflight, simulated=sim,
         note=info.get("note", ""), losses=r["losses"], reference_losses=refs, grad_errors=errs,
         step_times=r["step_times"],
-        worst_parameter=(r.get("worst_parameter") or [""])[-1] if errs else "", wall_s=wall)
+        worst_parameter=(r.get("worst_parameter") or [""])[-1] if errs else "", wall_s=wall,
+        nnodes=len({p["node_rank"] for p in info.get("placement", [])}) or 1,
+        placement=info.get("placement", []))
 
 
 # ---- public API ----------------------------------------------------------------------------
@@ -383,7 +392,7 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
                  model: TinyConfig | None = None, device: str = "auto",
                  comm_timeout: float | None = None, config: RunConfig | None = None,
                  nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: str | None = None,
-                 **config_kw) -> RunResult:
+                 socket_ifname: str | None = None, **config_kw) -> RunResult:
     """Run a schedule for real on P torchrun processes and measure it.
 
     ``schedule_or_name`` is a name (with P, M, V) or a Schedule (a student's own). Extra
@@ -393,10 +402,13 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
 
     Several nodes: call it on every node with the same arguments, ``nnodes``, that node's
     ``node_rank`` and node 0's ``rdzv_endpoint`` (HOST:PORT); each node starts P / nnodes
-    ranks, and every node gets the same RunResult back.
+    ranks, and every node gets the same RunResult back. Ranks talk over the interface that
+    routes to the endpoint, or ``socket_ifname`` (see ``cluster.choose_interface``).
     """
     schedule = resolve_schedule(schedule_or_name, P, M, V)
     check_nodes(schedule.P, nnodes, node_rank, rdzv_endpoint)
+    if socket_ifname:
+        cluster.address_of(socket_ifname)      # ValueError naming the interfaces there are
     cfg = config or RunConfig()
     cfg = replace(cfg, steps=steps, emulate=emulate, recompute=recompute,
                   model=model or cfg.model, device=device, **config_kw)
@@ -407,7 +419,7 @@ def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int 
     info, [r] = _launch(schedule.P, [RunSpec(schedule, cfg)], timeout=timeout,
                         comm_timeout=comm_timeout, device=cfg.device, progress=progress,
                         nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-                        schedule=schedule)
+                        schedule=schedule, socket_ifname=socket_ifname)
     return _result(schedule, cfg, info, r, time.monotonic() - t0)
 
 

@@ -25,6 +25,7 @@ import torch.distributed as dist
 from ..ir import Action, Comm, Schedule
 from ..lower import lower
 from . import checkpoint as ckpt
+from .cluster import gather_placement
 from .config import RunSpec, emulated_costs
 from .controls import Controls
 from .copies import sum_copy_grads
@@ -472,9 +473,10 @@ def _serve(job: dict, rank: int, world: int, wd: Watchdog) -> None:
         dist.init_process_group(backend, timeout=timeout,
                                 **({"device_id": device} if backend == "nccl" else {}))
     offset = _clock_offsets(rank, world, device)
+    placement = gather_placement(dist, rank, world)    # node rank + address of each rank
     if local_rank == 0:   # one writer per node: each node's launcher reads its own files
         write_json(job["info"], {"backend": backend, "device": str(device), "note": note,
-                                 "world": world})
+                                 "world": world, "placement": placement})
 
     def progress(msg):
         if rank == 0 and job.get("progress"):
