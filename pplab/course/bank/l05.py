@@ -33,17 +33,17 @@ QUESTIONS = (
         explain="The makespan-against-V table below shows the turn."),
     Question(
         "05.q-p8", "quiz", "number",
-        "P = 8, M = 16, interleaved with V = 4: bubble ÷ ideal, in %?",
-        answer=100 * 7 / 64, unit="%",
-        traps=((43.75, "That is 1F1B's 7/16; divide by V too."),
-               (100 * 7 / 71, "That is ÷ total; the question asks ÷ ideal.")),
+        "P = 6, M = 12, interleaved with V = 2: bubble ÷ ideal, in %?",
+        answer=100 * 5 / 24, unit="%",
+        traps=((100 * 5 / 12, "That is 1F1B's (P−1)/M; divide by V too."),
+               (100 * 5 / 29, "That is ÷ total; the question asks ÷ ideal.")),
         hint="(P−1)/(V·M)."),
     Question(
         "05.q-memory", "quiz", "choice",
         "Compared with 1F1B, how much more activation memory does interleaving (V chunks) need "
         "on each rank, in stage-equivalents?",
-        options=(Option("(P−1)/V more, on every rank", "Measured below: each rank's warm-up "
-                        "runs further ahead in 1/V-size chunks.", True),
+        options=(Option("At least (P−1)/V more, on every rank", "Measured in section 4: each "
+                        "rank's warm-up runs further ahead in 1/V-size chunks.", True),
                  Option("(P−1)/V more on rank 0; the others hold less", "An earlier version of "
                         "this lesson said so; the measurement shows every rank holds more."),
                  Option("V times more", "Each chunk weighs 1/V of a rank's layers."))),

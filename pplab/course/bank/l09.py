@@ -13,9 +13,9 @@ QUESTIONS = (
         explain="The cell below prints the bytes and times per axis."),
     Question(
         "09.dp", "predict", "number",
-        "64 GPUs, TP = 8, PP = 4. What is DP?", answer=2, tol=0.0,
+        "256 GPUs, TP = 8, PP = 4. What is DP?", answer=8, tol=0.0,
         source="GPUs ÷ (TP × PP)",
-        traps=((16, "16 = 64/4 forgets TP."), (8, "8 = 64/8 forgets PP.")),
+        traps=((64, "64 = 256/4 forgets TP."), (32, "32 = 256/8 forgets PP.")),
         explain="Every GPU is in exactly one TP, one PP and one DP group."),
     Question(
         "09.planner-tp", "predict", "choice",

@@ -6,8 +6,8 @@ from ..questions import Option, Question
 QUESTIONS = (
     Question(
         "10.messages", "predict", "number",
-        "GPipe with P = 4, M = 8: how many point-to-point messages per step?",
-        answer=lambda: p2p_messages(make_schedule("gpipe", 4, 8)), tol=0.0,
+        "1F1B with P = 4, M = 8: how many point-to-point messages per step?",
+        answer=lambda: p2p_messages(make_schedule("1f1b", 4, 8)), tol=0.0,
         source="the schedule's message count",
         traps=((24, "24 counts the forward activations only; gradients come back too."),),
         explain="Each microbatch crosses 3 boundaries forward and 3 back: 2·8·3."),
