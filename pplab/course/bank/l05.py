@@ -7,12 +7,12 @@ from ..questions import Option, Question
 QUESTIONS = (
     Question(
         "05.bubble-v2", "predict", "number",
-        "Interleaved 1F1B, P = 4, M = 8, V = 2 chunks per rank. The bubble ÷ ideal, in %?",
-        answer=lambda: bubble_pct("interleaved", 4, 8, 2, ideal=True), unit="%",
-        traps=((37.5, "37.5% is plain 1F1B's (P−1)/M: the chunks make the fill V times "
+        "Interleaved 1F1B, P = 4, M = 12, V = 2 chunks per rank. The bubble ÷ ideal, in %?",
+        answer=lambda: bubble_pct("interleaved", 4, 12, 2, ideal=True), unit="%",
+        traps=((25.0, "25% is plain 1F1B's (P−1)/M: the chunks make the fill V times "
                       "shorter."),
-               (100 * 3 / 19, "That is ÷ total, (P−1)/(V·M+P−1); the question asks ÷ ideal.")),
-        explain="Each hop of the fill costs tf/V instead of tf: (P−1)/(V·M) = 3/16."),
+               (100 * 3 / 27, "That is ÷ total, (P−1)/(V·M+P−1); the question asks ÷ ideal.")),
+        explain="Each hop of the fill costs tf/V instead of tf: (P−1)/(V·M) = 3/24."),
     Question(
         "05.messages", "predict", "number",
         "How many point-to-point messages does one step of interleaved 1F1B send at P = 4, "
