@@ -22,10 +22,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-TORCH_CLASSES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
-                 "interleaved": "ScheduleInterleaved1F1B", "bfs": "ScheduleLoopedBFS",
-                 "zb-h1": "ScheduleInterleavedZeroBubble", "zbv": "ScheduleZBVZeroBubble",
-                 "dualpipev": "ScheduleDualPipeV"}
+from pplab.runtime.torch_bridge import TORCH_CLASSES  # noqa: E402
 
 
 def torch_worker(job_path: str) -> None:

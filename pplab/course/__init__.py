@@ -1,0 +1,29 @@
+"""Predict-then-check moments, checked quizzes and a progress view for the lessons.
+
+Pure Python plus ipywidgets, so the same code runs in JupyterLab and in JupyterLite
+(Pyodide): no numpy, torch or matplotlib here. Answers live in ``bank/`` (computed from the
+simulator where they are measurements), never in a notebook's saved outputs.
+"""
+from .questions import Option, Question, Result, grade, parse_number, parse_order
+from .progress import Progress, default_path
+
+__all__ = ["Option", "Question", "Result", "grade", "parse_number", "parse_order", "Progress",
+           "default_path", "ask", "progress_view", "question"]
+
+
+def question(qid: str) -> Question:
+    """The question with this id, from the bank."""
+    from .bank import get
+    return get(qid)
+
+
+def ask(qid: str, **kw):
+    """A prediction or quiz widget for one question (see ``widgets.question_widget``)."""
+    from .widgets import question_widget
+    return question_widget(question(qid), **kw)
+
+
+def progress_view(**kw):
+    """The progress table across lessons (see ``widgets.progress_widget``)."""
+    from .widgets import progress_widget
+    return progress_widget(**kw)

@@ -1,0 +1,48 @@
+"""Lesson 02: naive model parallelism and the bubble."""
+from ..measure import bubble_pct, timeline
+from ..questions import Option, Question
+
+QUESTIONS = (
+    Question(
+        "02.naive-makespan", "predict", "number",
+        "Naive pipeline, P = 4 ranks, one batch, forward 1 and backward 2 time units per rank. "
+        "How long is the step (the makespan)?",
+        answer=lambda: timeline("naive", 4, 1).makespan, tol=0.01,
+        traps=((3, "3 is one rank's own work; the others wait for it in turn."),
+               (6, "6 counts the forward chain only: the backward also runs one rank at a time.")),
+        explain="The forward visits the 4 ranks one after another (4 × 1), then the backward "
+                "comes back the same way (4 × 2): 12, while each rank works only 3 of them."),
+    Question(
+        "02.naive-idle-p8", "predict", "number",
+        "Naive pipeline with P = 8 ranks and one batch. What share of all rank-time is idle "
+        "(in %)?",
+        answer=lambda: bubble_pct("naive", 8, 1), unit="%", tol=0.01,
+        traps=((7 / 15 * 100, "7/15 is a lecture's (P−1)/(2P−1): it counts P + P − 1 slots "
+                              "but one rank is busy in only 2 of the 2P slots of a step."),),
+        explain="Each rank works tf + tb out of P·(tf + tb): the idle share is (P−1)/P = 7/8."),
+    Question(
+        "02.ratio-to-ideal", "predict", "number",
+        "Same naive pipeline, P = 4. How many times the ideal step time (all ranks busy all "
+        "the time) is the bubble itself? (bubble ÷ ideal, as a plain number)",
+        answer=lambda: timeline("naive", 4, 1).bubble_ratio, tol=0.01,
+        traps=((0.75, "0.75 is the bubble ÷ total; here we divide by the ideal time, 3."),),
+        explain="Ideal: 3 units. Step: 12. The bubble, 9 units, is 3 = P − 1 times the ideal."),
+    Question(
+        "02.q-more-ranks", "quiz", "choice",
+        "You double the ranks of a naive pipeline from 4 to 8 (same model, same batch). "
+        "What happens to the step time?",
+        options=(Option("It halves: twice the devices.", "Only one rank works at a time; the "
+                        "work is still done one stage after another."),
+                 Option("It stays the same: the same work runs one rank at a time.",
+                        "Each rank does half as much, and they take turns.", True),
+                 Option("It doubles: twice the hops.", "Without communication costs the "
+                        "hops are free; the total work is the same.")),
+        explain="Naive model parallelism buys memory (each rank holds 1/P of the layers), not "
+                "speed."),
+    Question(
+        "02.q-idle-p2", "quiz", "number",
+        "Naive pipeline, P = 2: the idle share of rank-time, in %?",
+        answer=50.0, unit="%", tol=0.01,
+        traps=((100 / 3, "That is (P−1)/(2P−1), the lecture's slip: use (P−1)/P."),),
+        hint="Each rank is busy tf + tb out of P·(tf + tb)."),
+)

@@ -1,0 +1,48 @@
+"""Lesson 07: where the memory goes."""
+from ...memory import model_states_bytes
+from ..questions import Option, Question
+
+QUESTIONS = (
+    Question(
+        "07.zero1-70b", "predict", "number",
+        "70B parameters on 64 data-parallel GPUs with ZeRO-1 (optimizer states sharded). GB "
+        "of model states per GPU?",
+        answer=lambda: sum(model_states_bytes(70e9, 64, 1)) / 1e9, unit="GB",
+        source="the ZeRO paper's formula 4Ψ + 12Ψ/N_d",
+        traps=((230, "~230 GB is the CS336 lecture's figure; parameters and gradients (4Ψ = "
+                     "280 GB) stay whole under ZeRO-1."),
+               (17.5, "17.5 GB is ZeRO-3 / FSDP, which shards everything.")),
+        explain="4Ψ stays on every GPU; only the 12Ψ optimizer states are divided by 64."),
+    Question(
+        "07.gpipe-vs-1f1b", "predict", "choice",
+        "Llama 3 70B, P = 8, M = 32. Going from 1F1B to GPipe, rank 0's activations…",
+        options=(Option("stay the same", "GPipe runs all 32 forwards first."),
+                 Option("double", "1F1B's rank 0 holds P = 8, GPipe's holds M = 32."),
+                 Option("grow 4×", "From P = 8 microbatches to M = 32.", True)),
+        explain="The schedule table below prints rank 0's in-flight count per schedule."),
+    Question(
+        "07.zbh1-peak-rank", "predict", "choice",
+        "Same layout under ZB-H1. Which rank needs the most memory?",
+        options=(Option("Rank 0, as under 1F1B", "Every ZB-H1 rank holds P microbatches, so "
+                        "the ranks with the embedding or the output layer decide."),
+                 Option("The last rank", "It goes from 1 microbatch (1F1B) to P = 8, and it "
+                        "also holds the output layer and the fp32 logits.", True),
+                 Option("All equal", "Parameters and logits differ between ranks.")),
+        explain="pplab's memory report names the peak rank for each schedule."),
+    Question(
+        "07.q-zero2", "quiz", "number",
+        "ZeRO-2 on N_d = 8 for Ψ = 10B: GB per GPU?",
+        answer=37.5, unit="GB",
+        traps=((20, "20 GB is 2Ψ alone; add the sharded 14Ψ/N_d."),
+               (160 / 8, "That is ZeRO-3's 16Ψ/N_d.")),
+        hint="2Ψ + 14Ψ/N_d."),
+    Question(
+        "07.q-rank0", "quiz", "choice",
+        "Why does rank 0 of a 1F1B pipeline need more memory than the middle ranks, with equal "
+        "layers?",
+        options=(Option("It keeps P microbatches alive and holds the token embedding",
+                        "Both show in the per-rank bars.", True),
+                 Option("It holds the optimizer states of every rank", "Each rank keeps its "
+                        "own."),
+                 Option("It computes the loss", "The last rank does."))),
+)

@@ -1,0 +1,45 @@
+"""Lesson 09: 3D parallelism."""
+from ..questions import Option, Question
+
+QUESTIONS = (
+    Question(
+        "09.loudest-axis", "predict", "choice",
+        "Llama 3 70B on 64 GPUs as TP = 8 × PP = 4 × DP = 2, M = 32. Which axis moves the most "
+        "bytes per GPU per step?",
+        options=(Option("TP", "Four all-reduces of an activation per layer per microbatch.",
+                        True),
+                 Option("PP", "One activation per stage boundary per microbatch: small."),
+                 Option("DP", "The gradients once per step: 2Ψ of this rank's share.")),
+        explain="The cell below prints the bytes and times per axis."),
+    Question(
+        "09.dp", "predict", "number",
+        "256 GPUs, TP = 8, PP = 4. What is DP?", answer=8, tol=0.0,
+        source="GPUs ÷ (TP × PP)",
+        traps=((64, "64 = 256/4 forgets TP."), (32, "32 = 256/8 forgets PP.")),
+        explain="Every GPU is in exactly one TP, one PP and one DP group."),
+    Question(
+        "09.planner-tp", "predict", "choice",
+        "The planner ranks every layout of Llama 3 70B on 64 × 80 GB GPUs (global batch 512 × "
+        "4096 tokens). What TP do the fastest layouts use?",
+        options=(Option("TP = 8, the node size", "It fits easily, but TP traffic is paid on "
+                        "every op."),
+                 Option("TP = 2", "Small TP, deep PP with a zero-bubble schedule and many "
+                        "microbatches.", True),
+                 Option("TP = 1", "Without TP the stages do not fit.")),
+        explain="At 512 sequences M is large, so PP's bubble is small and cheap TP wins."),
+    Question(
+        "09.q-order", "quiz", "choice",
+        "Why is TP the innermost axis and PP the outermost?",
+        options=(Option("TP's all-reduces are large, frequent and on the critical path; PP "
+                        "sends small point-to-point messages", "NVLink for TP, InfiniBand is "
+                        "enough for PP.", True),
+                 Option("PP needs more memory", "Memory does not decide the placement."),
+                 Option("TP cannot cross nodes at all", "It can, just slowly."))),
+    Question(
+        "09.q-48", "quiz", "choice",
+        "48 GPUs, TP = 8, PP = 4: what is DP?",
+        options=(Option("1.5", "DP must be a whole number of replicas."),
+                 Option("Not a valid layout: 48 is not a multiple of 32", "TP × PP × DP must "
+                        "equal the GPU count.", True),
+                 Option("2, with 16 GPUs idle", "A planner would pick another layout."))),
+)

@@ -1,0 +1,54 @@
+"""Lesson 11: engineering a pipeline."""
+from ...registry import make_schedule
+from ...simulate import Costs, simulate
+from ..questions import Option, Question
+
+
+def _slow_last() -> float:
+    return simulate(make_schedule("1f1b", 4, 8), Costs(tf=1, tb=2, stage_scale=[1, 1, 1, 1.3])).makespan
+
+
+QUESTIONS = (
+    Question(
+        "11.slow-stage", "predict", "number",
+        "1F1B, P = 4, M = 8, tf = 1, tb = 2: the makespan is 33. Make the last stage 30% slower. "
+        "New makespan?",
+        answer=_slow_last, tol=0.005,
+        traps=((33.9, "That spreads the slowdown over the step; the slow stage paces every "
+                      "microbatch."),),
+        explain="The steady state runs at the slow stage's pace: +0.9 per microbatch, 8 times."),
+    Question(
+        "11.head-layers", "predict", "number",
+        "Llama-3-8B-like shape (h = 4096, MLP 14336, vocabulary 128,256). The LM head's forward "
+        "FLOPs are worth how many transformer layers?",
+        answer=2 * 4096 * 128256 / (2 * (4 * 4096 ** 2 + 3 * 4096 * 14336)), tol=0.03,
+        source="the FLOP count",
+        traps=((1, "A head is a hidden × vocabulary matmul: the vocabulary is 31× the hidden "
+                   "size."),),
+        explain="2·h·vocab against 2·(4h² + 3·h·ffn) per token."),
+    Question(
+        "11.slow-first", "predict", "choice",
+        "Is a 30% slower *first* stage as costly as a slow last stage?",
+        options=(Option("Yes, the slowest stage sets the pace", "Where it sits matters too."),
+                 Option("Less costly", "The other ranks absorb part of it in their warm-up and "
+                        "drain.", True),
+                 Option("More costly", "Measure it: the cell prints both.")),
+        explain="The simulator, not a formula, is the reliable answer."),
+    Question(
+        "11.q-names", "quiz", "choice",
+        "Why does a checkpoint with stage-local names (layers.0 on every stage) fail to load "
+        "with a different P?",
+        options=(Option("Loading cannot tell which global layer a tensor is", "Full-model "
+                        "names make the mapping explicit.", True),
+                 Option("The tensors have other shapes", "A layer's shape does not depend "
+                        "on P."),
+                 Option("The optimizer state is lost", "It is saved by the same names."))),
+    Question(
+        "11.q-more-m", "quiz", "choice",
+        "1F1B, P = 4, fixed microbatch size: M from 4 to 16. Bubble and rank 0's peak "
+        "activations?",
+        options=(Option("Bubble 42.9% → 15.8% of total; rank 0 still holds 4", "min(P, M).",
+                        True),
+                 Option("Bubble falls, activations grow 4×", "That is GPipe."),
+                 Option("Both unchanged", "The bubble shrinks with M."))),
+)
