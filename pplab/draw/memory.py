@@ -14,12 +14,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-GB = 1e9
-PART_COLORS = {"params": "#0072B2", "grads": "#E69F00", "optimizer": "#009E73",
-               "activations": "#D55E00"}
-PART_LABELS = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer states",
-               "activations": "activations"}
-AXIS_COLORS = {"tp": "#CC79A7", "pp": "#56B4E9", "dp": "#F0E442"}
+from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS,
+                     memory_panel)
 
 
 def _fig_ax(ax, size):
@@ -66,18 +62,13 @@ def draw_stacked(labels: Sequence[str], rows: Sequence[dict], gpu_memory: float 
 
 def draw_memory_bars(report, gpu_memory: float | None = 80e9, ax=None,
                      title: str | None = None) -> Figure:
-    """One stacked bar per pipeline rank of a :class:`~pplab.memory.MemoryReport`."""
-    rows = [{"params": r.params, "grads": r.grads, "optimizer": r.optimizer,
-             "activations": r.activations} for r in report.per_rank]
-    labels = [f"rank {r.rank}" if len(report.per_rank) <= 8 else str(r.rank)
-              for r in report.per_rank]
-    c = report.config
-    if title is None:
-        title = (f"{report.model.name}: TP={c.tp} PP={c.pp} DP={c.dp} ZeRO-{c.zero} "
-                 f"{report.schedule.name} M={c.microbatches} b={c.microbatch} "
-                 f"recompute={c.recompute}{' SP' if c.sp else ''} — peak "
-                 f"{report.peak_bytes / GB:.1f} GB on rank {report.peak_rank}")
-    return draw_stacked(labels, rows, gpu_memory, ax, title, "pipeline rank")
+    """One stacked bar per pipeline rank of a :class:`~pplab.memory.MemoryReport`, drawn
+    from the same scene panel the browser canvas draws (:func:`pplab.scene.memory_panel`)."""
+    panel = memory_panel(report, gpu_memory, title)
+    part = {label: key for key, label in PART_LABELS.items()}
+    rows = [{part[s["name"]]: s["values"][i] * GB for s in panel["series"]}
+            for i in range(len(panel["labels"]))]
+    return draw_stacked(panel["labels"], rows, gpu_memory, ax, panel["title"], panel["xlabel"])
 
 
 def draw_zero_stages(psi: float, dp: int, gpu_memory: float | None = 80e9, ax=None,
@@ -213,9 +204,6 @@ def draw_comm_volumes(volumes: dict, times: dict | None = None, ax=None,
         fig.suptitle(title, fontsize=9)
     fig.subplots_adjust(wspace=0.4, top=0.84, bottom=0.12)
     return fig
-
-
-RECOMPUTE_COLORS = {"none": "#0072B2", "selective": "#009E73", "full": "#E69F00"}
 
 
 def draw_plan(cands, gpu_memory: float = 80e9, ax=None, title: str = "", top: int = 3) -> Figure:
