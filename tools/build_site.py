@@ -64,9 +64,9 @@ def pip_download(venv: Path, dest: Path, pins, python: str) -> None:
 
 
 def lock_closure(packages: dict, names) -> list[str]:
-    need, stack = [], [n.lower().replace("_", "-") for n in names]
+    need, stack = [], list(names)
     while stack:
-        k = stack.pop()
+        k = stack.pop().lower().replace("_", "-")
         if k not in need:
             need.append(k)
             stack += packages[k]["depends"]
@@ -121,6 +121,9 @@ def lite_config(lite: Path, preload: list[str]) -> None:
         "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": kernel}}}
     lite.mkdir(parents=True, exist_ok=True)
     (lite / "jupyter-lite.json").write_text(json.dumps(cfg, indent=1))
+    # draw every cell's output at once (lessons are short; tests and students see them all)
+    overrides = {"@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}
+    (lite / "overrides.json").write_text(json.dumps(overrides, indent=1))
     (lite / ".jupyterlite.doit.db").unlink(missing_ok=True)     # else new settings are dropped
 
 

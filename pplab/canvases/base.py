@@ -94,11 +94,10 @@ def show_figure(out, fig):
 
 def show_picture(view, out, picture):
     """A scene (dict) goes to the browser-drawn view; a Figure (older canvases) to ``out``."""
+    if isinstance(picture, dict) or picture is None:
+        view.show(picture)
     if isinstance(picture, dict):
-        view.scene = picture
-        view.layout.display = None
         return
-    view.layout.display = "none"
     if picture is not None or out.outputs:
         show_figure(out, picture)
 

@@ -235,12 +235,17 @@ function render({ model, el }) {
   el.appendChild(canvas);
   const width = () => Math.max(560, Math.min(el.clientWidth || 980, 1100));
   let last = 0;
-  const redraw = () => { last = width(); draw(canvas, model.get("scene"), last); };
-  model.on("change:scene", redraw);
+  const scene = () => { const raw = model.get("scene");
+                        return typeof raw === "string" ? JSON.parse(raw) : raw; };
+  const redraw = () => { last = width(); draw(canvas, scene(), last); };
+  let queued = false;              // scene and frame arrive in one message: draw once
+  const soon = () => { if (!queued) { queued = true; queueMicrotask(() => { queued = false; redraw(); }); } };
+  model.on("change:scene", soon);
+  model.on("change:frame", soon);
   redraw();
   const ro = new ResizeObserver(() => { if (width() !== last) redraw(); });
   ro.observe(el);
-  return () => { ro.disconnect(); model.off("change:scene", redraw); };
+  return () => { ro.disconnect(); model.off("change:scene", soon); model.off("change:frame", soon); };
 }
 
 export default { render };
