@@ -127,3 +127,12 @@ def test_scene_and_env_stay_pure():
             "'torch', 'ipywidgets', 'IPython') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_browser_turns_torch_cells_into_one_line(monkeypatch):
+    from pplab.env import skip_torch_cells
+    cell = ["# NBVAL_CHECK_OUTPUT\n", "# local: pplab run -P 2 -M 4\n",
+            "from pplab.runtime import run_schedule\n", "run_schedule('1f1b', P=2, M=4)\n"]
+    (out,) = skip_torch_cells(cell)
+    assert out == f"print({browser_note('pplab run -P 2 -M 4')!r})\n"
+    assert skip_torch_cells(["x = 1\n"]) == ["x = 1\n"]

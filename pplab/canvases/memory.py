@@ -73,7 +73,7 @@ def render_memory(preset="llama3-70b", tp=8, pp=8, dp=8, zero=1, sp="on",
 def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="off",
                 draw: bool = True):
     """FSDP's gather → compute → free while ``layer`` runs its forward or backward."""
-    from ..draw.memory import fsdp_frames
+    from ..memory.fsdp import fsdp_frames
     model = get_preset(preset)
     L = model.layers
     if not 0 <= int(layer) < L:

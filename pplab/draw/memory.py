@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..memory.fsdp import fsdp_frames  # noqa: F401  (re-exported: pure, used by canvases)
 from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS,
                      memory_panel)
 
@@ -82,31 +83,6 @@ def draw_zero_stages(psi: float, dp: int, gpu_memory: float | None = 80e9, ax=No
     labels = ["DP (ZeRO-0)", "ZeRO-1", "ZeRO-2", "ZeRO-3/FSDP"]
     return draw_stacked(labels, rows, gpu_memory, ax,
                         f"Ψ = {psi / 1e9:.2f}B parameters, N_d = {dp}: bytes per GPU")
-
-
-def fsdp_frames(layers: int, layer_bytes: float, dp: int, prefetch: bool = False,
-                other_bytes: float = 0.0) -> list[dict]:
-    """FSDP / ZeRO-3 walk: forward over layers 0..L−1, then backward L−1..0.
-
-    Every GPU keeps its 1/N_d shard of each layer's parameters. Before a layer runs, its
-    shards are all-gathered into the full layer (and, with ``prefetch``, the next layer's too);
-    after it runs, the gathered copy is freed. Each frame says which layers are full and the
-    parameter bytes resident on one GPU.
-    """
-    if layers < 1 or dp < 1:
-        raise ValueError("need at least one layer and one GPU")
-    order = [("forward", i) for i in range(layers)] + \
-            [("backward", i) for i in reversed(range(layers))]
-    frames = []
-    for k, (phase, i) in enumerate(order):
-        full = {i}
-        if prefetch and k + 1 < len(order):
-            full.add(order[k + 1][1])
-        resident = (other_bytes + layers * layer_bytes / dp
-                    + len(full) * layer_bytes * (1 - 1 / dp))
-        frames.append({"step": k, "phase": phase, "layer": i, "full": sorted(full),
-                       "resident": resident})
-    return frames
 
 
 def draw_fsdp_step(frames: list[dict], step: int, layer_bytes: float, dp: int,
