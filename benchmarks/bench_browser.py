@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -21,6 +22,15 @@ import browser_util as B  # noqa: E402
 def measure(page, url: str, name: str, moves: int) -> dict:
     panel = B.open_notebook(page, url, name)
     return B.bench_canvases(page, panel, moves)
+
+
+def first_canvas(page, url: str, name: str) -> float:
+    """Seconds from opening the lesson to its first canvas drawn (run all)."""
+    t0 = time.monotonic()
+    panel = B.open_notebook(page, url, name)
+    B.run_all(page)
+    panel.locator("canvas.pplab-scene[data-frame]").first.wait_for(timeout=300_000)
+    return time.monotonic() - t0
 
 
 def main() -> None:
@@ -35,8 +45,12 @@ def main() -> None:
         if a.lite:
             site = B.ensure_site(Path(a.lite))
             with B.static_server(site) as url:
-                name = B.LESSONS[0].name
-                res = measure(page, f"{url}/lab/index.html?path={name}", name, a.moves)
+                name = next(p.name for p in B.LESSONS if "bubble" in p.name)
+                lesson = f"{url}/lab/index.html?path={name}"
+                cold = first_canvas(page, lesson, name)
+                warm = first_canvas(page, lesson, name)      # same browser: HTTP cache warm
+                print(f"JupyterLite {name}: first canvas cold {cold:.1f} s, warm {warm:.1f} s")
+                res = measure(page, lesson, name, a.moves)
         else:
             with tempfile.TemporaryDirectory() as d:
                 B.empty_notebook(Path(d) / "bench.ipynb")

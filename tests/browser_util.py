@@ -178,8 +178,9 @@ def kernel_exec(page, code: str) -> str:
 
 
 def canvas_roots(panel) -> list:
-    """The widget box of each browser-drawn canvas (controls + message + picture)."""
-    canvases = panel.locator("canvas.pplab-scene")
+    """The widget box of each live canvas (controls + message + picture); static pictures
+    drawn by the page (pplab.draw in JupyterLite) have no box and are left out."""
+    canvases = panel.locator(".widget-vbox canvas.pplab-scene")
     return [canvases.nth(i).locator("xpath=ancestor::div[contains(concat(' ', @class, ' '),"
                                     " ' widget-vbox ')][1]") for i in range(canvases.count())]
 
@@ -210,9 +211,10 @@ def handle_at(handle, which: str) -> bool:
 
 
 def sweep_extremes(page, root, shot_prefix: str | None = None) -> int:
-    """Every slider of one canvas to its maximum, then its minimum; screenshots at both ends.
-    Returns how many moves redrew something."""
-    handles = root.locator(".noUi-handle")
+    """Every slider of one canvas to its maximum, then its minimum (a canvas without sliders:
+    every dropdown to its last, then first option); screenshots at both ends. Returns how
+    many moves redrew something."""
+    handles, selects = root.locator(".noUi-handle"), root.locator("select")
     moves = 0
     for key in ("End", "Home"):
         for i in range(handles.count()):
@@ -221,6 +223,13 @@ def sweep_extremes(page, root, shot_prefix: str | None = None) -> int:
                 continue
             settle(page, root, lambda: h.press(key))
             moves += 1
+        for i in range(0 if handles.count() else selects.count()):
+            sel = selects.nth(i)
+            options = sel.locator("option").all_inner_texts()
+            want = options[-1 if key == "End" else 0]
+            if sel.evaluate("s => s.options[s.selectedIndex].text") != want:
+                settle(page, root, lambda: sel.select_option(label=want))
+                moves += 1
         if shot_prefix:
             SHOTS.mkdir(parents=True, exist_ok=True)
             root.screenshot(path=str(SHOTS / f"{shot_prefix}_{key.lower()}.png"))

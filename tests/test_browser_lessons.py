@@ -53,7 +53,8 @@ def check_lesson(page, panel, shot: str) -> dict:
     errors = B.error_outputs(page, panel)
     assert not errors, errors
     expected = len(json.loads(B.kernel_exec(page, SCENES_PY) or "[]"))
-    page.wait_for_function("([p, n]) => p.querySelectorAll('canvas.pplab-scene').length >= n",
+    page.wait_for_function("([p, n]) => p.querySelectorAll('.widget-vbox canvas.pplab-scene')"
+                           ".length >= n",
                            arg=[panel.element_handle(), expected], timeout=60_000)
     roots = B.canvas_roots(panel)
     moves = 0
