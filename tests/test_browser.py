@@ -42,12 +42,7 @@ COMM_IDLE_JS = """() => { const k = window.jupyterapp.shell.currentWidget.sessio
   k.iopubMessage.connect((_, m) => { if (m.header.msg_type === 'status'
       && m.content.execution_state === 'idle' && m.parent_header
       && m.parent_header.msg_type === 'comm_msg') window.__idle++; }); }"""
-KERNEL_EXEC_JS = """async code => {
-  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const f = k.requestExecute({code, store_history: false}); let out = '';
-  f.onIOPub = m => { if (m.header.msg_type === 'stream') out += m.content.text;
-                     if (m.header.msg_type === 'error') out += 'ERROR ' + m.content.evalue; };
-  await f.done; return out; }"""
+KERNEL_EXEC_JS = B.KERNEL_EXEC_JS
 
 
 def open_and_run(page, lab, name):
