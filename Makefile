@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: lab test test-fast bench bench-runtime clean
+.PHONY: lab test test-fast bench bench-runtime bench-browser site clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,5 +36,14 @@ bench: $(STAMP)
 bench-runtime: $(STAMP)
 	$(PY) benchmarks/bench_runtime_vs_torch.py
 
+# slider -> picture latency in real Chromium (Debian's chromium); last line:
+# "browser redraw p50 X ms p95 Y ms" (timeline canvas, P=8 M=32 V=2 interleaved)
+bench-browser: $(STAMP)
+	$(PY) benchmarks/bench_browser.py
+
+# the course as a static JupyterLite site in site/ (needs Python and npm; not part of set-up)
+site:
+	$(PYTHON) tools/build_site.py site
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

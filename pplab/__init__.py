@@ -10,8 +10,11 @@ from .registry import NAMES, REGISTRY, make_schedule
 from .simulate import Costs, DeadlockError, simulate
 from .timeline import Event, Timeline, peak_inflight
 from .validate import ScheduleError, check, validate
+from .env import in_browser, local_only, register_magic as _register_magic
+
+_register_magic()
 
 __all__ = ["Action", "Overlap", "Schedule", "parse_op", "NAMES", "REGISTRY", "make_schedule",
            "Costs", "DeadlockError", "simulate", "Event", "Timeline", "peak_inflight",
-           "ScheduleError", "check", "validate"]
+           "ScheduleError", "check", "validate", "in_browser", "local_only"]
 __version__ = "0.1.0"

@@ -8,15 +8,7 @@ or playwright is missing: `apt-get install chromium` enables it.
 """
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -28,80 +20,16 @@ if not Path(CHROMIUM).exists():
 pytest.importorskip("playwright.sync_api")
 pytest.importorskip("pytest_playwright")
 
-ROOT = Path(__file__).resolve().parents[1]
-TOKEN = "pplab-browser-test"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-dev-shm-usage"]
+import browser_util as B
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _blank_skipped_cells(folder: Path) -> None:
-    """In the served copies, empty the cells nbval skips (code that launches real jobs), so
-    "run all" prepares the page and only the run panel's button launches anything."""
-    import nbformat
-    for path in folder.glob("*.ipynb"):
-        nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:
-            if cell.cell_type == "code" and cell.source.startswith("# NBVAL_SKIP"):
-                cell.source = ""
-        nbformat.write(nb, path)
+ROOT, TOKEN, ARGS = B.ROOT, B.TOKEN, B.ARGS
 
 
 @pytest.fixture(scope="module")
 def lab():
-    """A throw-away JupyterLab on 127.0.0.1 serving a copy of notebooks/ (the browser may
-    save files); no user settings, no autosave; stopped and cleaned up afterwards."""
-    state = Path(tempfile.mkdtemp(prefix="pplab-browser-"))
-    shutil.copytree(ROOT / "notebooks", state / "nb")
-    _blank_skipped_cells(state / "nb")
-    for rel, content in {
-        "apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
-        "docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    }.items():
-        p = state / "settings" / "@jupyterlab" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(content))
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
-    env.update(JUPYTER_CONFIG_DIR=str(state / "config"),
-               JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(state / "ws"), JUPYTER_RUNTIME_DIR=str(state / "rt"))
-    port = _free_port()
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-           f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
-           f"--ServerApp.root_dir={state / 'nb'}", "--LabApp.expose_app_in_browser=True",
-           "--LabApp.news_url=None"]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
-    log = open(state / "lab.log", "wb")
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            assert proc.poll() is None, (state / "lab.log").read_text()
-            try:
-                urllib.request.urlopen(f"{url}/lab?token={TOKEN}", timeout=2).read()
-                break
-            except OSError:
-                assert time.time() < deadline, "jupyter lab did not answer within 90 s"
-                time.sleep(0.2)
+    """A throw-away JupyterLab on 127.0.0.1 serving a copy of notebooks/ (browser_util)."""
+    with B.jupyter_lab(ROOT / "notebooks") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -114,12 +42,7 @@ COMM_IDLE_JS = """() => { const k = window.jupyterapp.shell.currentWidget.sessio
   k.iopubMessage.connect((_, m) => { if (m.header.msg_type === 'status'
       && m.content.execution_state === 'idle' && m.parent_header
       && m.parent_header.msg_type === 'comm_msg') window.__idle++; }); }"""
-KERNEL_EXEC_JS = """async code => {
-  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const f = k.requestExecute({code, store_history: false}); let out = '';
-  f.onIOPub = m => { if (m.header.msg_type === 'stream') out += m.content.text;
-                     if (m.header.msg_type === 'error') out += 'ERROR ' + m.content.evalue; };
-  await f.done; return out; }"""
+KERNEL_EXEC_JS = B.KERNEL_EXEC_JS
 
 
 def open_and_run(page, lab, name):
@@ -150,8 +73,11 @@ def settle(page, action, n=1):
 
 
 def figure_src(canvas):
-    img = canvas.locator(".jp-OutputArea-output img")
-    return img.first.get_attribute("src") if img.count() else None
+    """Which drawing the browser-drawn picture shows ("frame N"), None while it is hidden."""
+    c = canvas.locator("canvas.pplab-scene")
+    if not c.count() or not c.first.evaluate("e => e.offsetParent !== null"):
+        return None
+    return "frame " + c.first.get_attribute("data-frame")
 
 
 def test_timeline_canvas_in_a_real_browser(page, lab):
@@ -161,14 +87,14 @@ def test_timeline_canvas_in_a_real_browser(page, lab):
     canvas.scroll_into_view_if_needed()
     p_handle = slider(canvas, "P").locator(".noUi-handle")
     before = figure_src(canvas)
-    assert before and before.startswith("data:image/png"), "no figure rendered at first"
+    assert before, "no picture drawn at first"
 
     settle(page, lambda: p_handle.press("ArrowRight"))          # P 4 -> 5
     assert slider(canvas, "P").locator(".widget-readout").inner_text().strip() == "5"
     page.wait_for_function(
-        """([sel, old]) => { const i = document.querySelector(sel);
-                             return i && i.src !== old && i.complete && i.naturalWidth > 0; }""",
-        arg=[f"[id='{panel.get_attribute('id')}'] .widget-vbox .jp-OutputArea-output img", before],
+        """([sel, old]) => { const c = document.querySelector(sel);
+                             return c && 'frame ' + c.dataset.frame !== old; }""",
+        arg=[f"[id='{panel.get_attribute('id')}'] .widget-vbox canvas.pplab-scene", before],
         timeout=30_000)
     assert figure_src(canvas) != before
 
@@ -250,7 +176,7 @@ def test_3d_configurator_in_a_real_browser(page, lab):
     canvas = panel.locator(".widget-vbox", has=page.locator("label", has_text="GPUs")).first
     canvas.scroll_into_view_if_needed()
     before = figure_src(canvas)
-    assert before and before.startswith("data:image/png"), "no figure rendered at first"
+    assert before, "no picture drawn at first"
 
     settle(page, lambda: _dropdown(canvas, "GPUs").locator("select").select_option("128"))
     page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText

@@ -1,11 +1,14 @@
 """What every canvas shares: the ``Canvas`` record, the registry of built canvases, the
 build-and-redraw loop, and turning bad input into the library's own message.
 
-A canvas is ipywidgets + an ``Output`` widget showing a figure. The work is done by plain
-``render_*`` functions that return ``(figure_or_None, message)`` and never raise for bad
-input: an impossible combination (say ``interleaved`` with M not a multiple of P) comes back
-as ``(None, "the generator's explanation")``. Tests sweep those functions over every slider
-value without a browser; the widgets only wire them up.
+A canvas is ipywidgets + a picture drawn in the browser (:class:`~pplab.canvases.view.SceneView`
+fed a scene from :mod:`pplab.scene`; no matplotlib, so it keeps up with a slider and runs in
+JupyterLite). The work is done by plain ``render_*`` functions that return
+``(picture_or_None, message)`` and never raise for bad input: an impossible combination (say
+``interleaved`` with M not a multiple of P) comes back as ``(None, "the generator's
+explanation")``. ``draw="scene"`` gives the scene the canvas shows, ``draw=True`` the same
+picture as a matplotlib Figure (exports), ``draw=False`` only the message. Tests sweep those
+functions over every slider value without a browser; the widgets only wire them up.
 """
 from __future__ import annotations
 
@@ -70,6 +73,7 @@ class Canvas:
     message: Any = None
     errors: list = field(default_factory=list)
     last_message: str = ""
+    view: Any = None            # the SceneView the picture is drawn in (None: Output only)
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -86,6 +90,16 @@ def show_figure(out, fig):
         out.clear_output(wait=True)
         if fig is not None:
             display(fig)
+
+
+def show_picture(view, out, picture):
+    """A scene (dict) goes to the browser-drawn view; a Figure (older canvases) to ``out``."""
+    if isinstance(picture, dict) or picture is None:
+        view.show(picture)
+    if isinstance(picture, dict):
+        return
+    if picture is not None or out.outputs:
+        show_figure(out, picture)
 
 
 def message_html(msg: str, ok: bool) -> str:
@@ -106,10 +120,15 @@ def cost_sliders(w, tf, tb, tw, comm, fixed):
 
 
 def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict) -> Canvas:
+    """Wire controls to ``render_fn(**values, **fixed_kw)`` → ``(picture, message)``."""
     import ipywidgets as w
+
+    from .view import SceneView
     out = w.Output()
+    view = SceneView()
     message = w.HTML()
     canvas = Canvas(None, controls, lambda: None, message)
+    canvas.view = view
 
     def update(*_):
         kw = {k: c.value for k, c in controls.items()}
@@ -121,17 +140,24 @@ def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict) -> Canv
             fig, msg = None, f"internal error (please report): {e!r}"
         canvas.last_message = msg
         message.value = message_html(msg, fig is not None)
-        show_figure(out, fig)
+        show_picture(view, out, fig)
 
     for c in controls.values():
         c.observe(update, names="value")
     canvas.update = update
-    canvas.widget = w.VBox([*layout_rows, message, out])
+    canvas.widget = w.VBox([*layout_rows, message, view, out])
     update()
     CANVASES.append(canvas)
     return canvas
 
 
+def int_slider(description: str, value: int, bounds, width: str = "260px"):
+    """An integer slider that redraws on release (``continuous_update=False``)."""
+    import ipywidgets as w
+    return w.IntSlider(value=value, min=bounds[0], max=bounds[1], description=description,
+                       continuous_update=False, layout=w.Layout(width=width))
+
+
 __all__ = ["Canvas", "CANVASES", "P_RANGE", "M_RANGE", "V_RANGE", "SCHEDULES", "summary",
-           "simulate_or_message", "timeline_over_panel", "show_figure", "message_html",
-           "cost_sliders", "build_canvas"]
+           "simulate_or_message", "timeline_over_panel", "show_figure", "show_picture",
+           "message_html", "cost_sliders", "build_canvas", "int_slider"]

@@ -5,6 +5,7 @@ import functools
 
 from ..lower import p2p_messages
 from ..registry import make_schedule, names
+from ..scene import line, lines_panel, scene, timeline_panel
 from ..timeline import peak_inflight
 from .base import (M_RANGE, P_RANGE, V_RANGE, Canvas, build_canvas, simulate_or_message, summary,
                    timeline_over_panel)
@@ -53,6 +54,9 @@ def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
                 f"(makespan {best_t:.4g})")
     if not draw:
         return None, msg
+    if draw == "scene":
+        return scene(timeline_panel(tl), _curve_panel(schedule, P, M, V, comm, ok, tl.makespan,
+                                                      curve)), msg
     fig, top, bottom = timeline_over_panel(tl, P, bottom_pad=0.5, hspace=0.7)
     xs = [v for v, _ in ok]
     bottom.plot(xs, [t for _, t in ok], "o-", color="#0072B2", label=f"comm={float(comm):g}")
@@ -71,6 +75,17 @@ def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
     return fig, msg
 
 
+def _curve_panel(schedule, P, M, V, comm, ok, makespan, curve) -> dict:
+    """Makespan vs V at this comm (and at comm=0), the current V circled."""
+    series = [line(f"comm={float(comm):g}", "#0072B2", ok, marker="s")]
+    if curve and float(comm) != 0.0:
+        ok0 = [(v, t) for v, t in makespan_vs_V(P, M, 0.0, schedule=schedule) if t is not None]
+        series.append(line("comm=0", "#999999", ok0, marker="s", dash=True))
+    series.append(line(f"V={V}", "#D55E00", [(V, makespan)], line=False, marker="O"))
+    return lines_panel(series, f"{schedule} P={P} M={M}: makespan vs V", "chunks per rank V",
+                       "makespan", xticks=CURVE_V)
+
+
 def interleaved_canvas(schedule: str = "interleaved", P: int = 4, M: int = 8, V: int = 2,
                        comm=0.25) -> Canvas:
     """Schedule (interleaved / bfs), P, M, V and a per-hop comm slider; the timeline and the
@@ -87,6 +102,6 @@ def interleaved_canvas(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
                                       continuous_update=False, layout=w.Layout(width="260px"))}
     rows = [w.HBox([controls["schedule"], controls["P"], controls["M"]]),
             w.HBox([controls["V"], controls["comm"]])]
-    return build_canvas(render_interleaved, controls, rows, {})
+    return build_canvas(render_interleaved, controls, rows, {"draw": "scene"})
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from ..memory import ParallelConfig, PRESETS, get_preset, memory_report
 from ..memory.activations import layer_activation_bytes
 from ..memory.parallel import RECOMPUTE
+from ..scene import (AXIS_COLORS, PART_COLORS, RECOMPUTE_COLORS, bars_panel, line, lines_panel,
+                     memory_panel, scene)
 from .base import build_canvas
 
 GB = 1e9
@@ -63,6 +65,8 @@ def render_memory(preset="llama3-70b", tp=8, pp=8, dp=8, zero=1, sp="on",
     msg = memory_summary(rep, gpu_memory * GB)
     if not draw:
         return None, msg
+    if draw == "scene":
+        return scene(memory_panel(rep, gpu_memory * GB)), msg
     from ..draw.memory import draw_memory_bars
     return draw_memory_bars(rep, gpu_memory * GB), msg
 
@@ -70,7 +74,7 @@ def render_memory(preset="llama3-70b", tp=8, pp=8, dp=8, zero=1, sp="on",
 def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="off",
                 draw: bool = True):
     """FSDP's gather → compute → free while ``layer`` runs its forward or backward."""
-    from ..draw.memory import fsdp_frames
+    from ..memory.fsdp import fsdp_frames
     model = get_preset(preset)
     L = model.layers
     if not 0 <= int(layer) < L:
@@ -89,8 +93,28 @@ def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="of
            f"{peak / GB:.2f} GB) vs {model.num_params() * 2 / GB:.1f} GB unsharded")
     if not draw:
         return None, msg
+    if draw == "scene":
+        return _fsdp_scene(frames, step, layer_b, int(dp)), msg
     from ..draw.memory import draw_fsdp_step
     return draw_fsdp_step(frames, step, layer_b, int(dp)), msg
+
+
+def _fsdp_scene(frames, step: int, layer_b: float, dp: int) -> dict:
+    """Which layers are gathered at ``step``, and parameter bytes resident over all steps."""
+    fr, L = frames[step], len(frames) // 2
+    gathered = layer_b * (1 - 1 / dp) / GB
+    other = [gathered if i in fr["full"] and i != fr["layer"] else 0.0 for i in range(L)]
+    now = [gathered if i == fr["layer"] else 0.0 for i in range(L)]
+    top = bars_panel(range(L), [("own shard (1/N_d)", PART_COLORS["params"], [layer_b / dp / GB] * L),
+                                ("gathered, then freed", "#56B4E9", other),
+                                (f"gathered, computing ({fr['phase']})", "#000000", now)],
+                     f"step {step}: {fr['phase']} of layer {fr['layer']}, resident parameters "
+                     f"{fr['resident'] / GB:.2f} GB", "GB / layer", "layer", totals=False)
+    res = [(k, f["resident"] / GB) for k, f in enumerate(frames)]
+    bottom = lines_panel([line("resident parameters (GB)", PART_COLORS["params"], res, step=True)],
+                         "forward (left of the grey line), then backward", "step (one layer each)",
+                         "GB resident", marks=[[step, "#000000", False], [L - 0.5, "#999999", True]])
+    return scene(top, bottom)
 
 
 def recompute_rows(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1):
@@ -122,6 +146,14 @@ def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1, draw: b
     msg = f"{model.name} s={model.seq} b={mbs} TP={tp} SP={sp}: " + msg
     if not draw:
         return None, msg
+    if draw == "scene":
+        modes = [r[0] for r in rows]
+        return scene(bars_panel(modes, [("activations", PART_COLORS["activations"],
+                                         [r[1] / GB for r in rows])],
+                                f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}",
+                                "GB per layer per microbatch", "recomputation", fmt="{:.3f}"),
+                     bars_panel(modes, [("extra FLOPs", "#999999", [r[2] * 100 for r in rows])],
+                                "extra training FLOPs (%)", "%", "recomputation")), msg
     from ..draw.memory import draw_recompute
     return draw_recompute([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                           title=f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}"), msg
@@ -150,6 +182,14 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
            f"PP {vols['pp'] / GB:.2f} GB, DP {vols['dp'] / GB:.1f} GB")
     if not draw:
         return None, msg
+    if draw == "scene":
+        axes = [k for k in ("tp", "pp", "dp") if k in vols]
+        vol = bars_panel([k.upper() for k in axes],
+                         [(k.upper(), AXIS_COLORS[k], [vols[k] / GB if j == k else 0.0
+                                                       for j in axes]) for k in axes],
+                         "bytes sent per GPU per step", "GB", "parallel axis", fmt="{:.2f}")
+        return scene(memory_panel(rep, hw.memory, f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
+                                  f"{schedule} M={M} {recompute}"), vol), msg
     from matplotlib.figure import Figure
 
     from ..draw.memory import draw_comm_volumes, draw_memory_bars
@@ -184,6 +224,22 @@ def plan_table(cands, top: int = 8, infeasible: int = 6) -> str:
     return "\n".join(lines)
 
 
+def _plan_panel(cands, gpu_memory: float, title: str) -> dict:
+    """Feasible layouts: step time vs peak memory by recomputation; misses as a rug."""
+    ok = [c for c in cands if c.feasible]
+    series = [line(f"fits, recompute={rc}", col,
+                   [(c.peak_bytes / GB, c.step_time) for c in ok if c.config.recompute == rc],
+                   line=False, marker="o")
+              for rc, col in RECOMPUTE_COLORS.items()]
+    bad = [c for c in cands if not c.feasible and c.peak_bytes > 0]
+    y = min((c.step_time for c in ok), default=0.0)
+    series.append(line("does not fit (its peak)", "#b71c1c",
+                       [(c.peak_bytes / GB, y) for c in bad], line=False, marker="|"))
+    return lines_panel([s for s in series if s["points"]], title,
+                       "peak GB on the fullest rank (log scale)", "estimated step time (s)",
+                       xlog=True, marks=[[gpu_memory / GB, "#000000", True]])
+
+
 def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int = 8,
                 draw: bool = True):
     """The planner's ranking for a GPU budget, with reasons for the infeasible layouts."""
@@ -199,6 +255,8 @@ def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int 
                                                                                          top)
     if not draw:
         return None, msg
+    if draw == "scene":
+        return scene(_plan_panel(cands, gpu_memory * GB, f"{model.name} on {gpus} GPUs")), msg
     from ..draw.memory import draw_plan
     return draw_plan(cands, gpu_memory * GB, title=f"{model.name} on {gpus} GPUs"), msg
 
@@ -241,6 +299,7 @@ def memory_canvas(preset="llama3-70b", tp=8, pp=1, dp=8, zero=0, sp="on", recomp
     ctl = {k: make[k](values[k]) for k in controls}
     fixed = {k: v for k, v in values.items() if k not in ctl}
     fixed["gpu_memory"] = gpu_memory
+    fixed["draw"] = "scene"
     names = list(ctl)
     rows = [w.HBox([ctl[k] for k in names[i:i + 5]]) for i in range(0, len(names), 5)]
     return build_canvas(render_memory, ctl, rows, fixed)
@@ -256,7 +315,8 @@ def fsdp_canvas(preset="llama3-8b", dp=8, prefetch="off"):
            "phase": _dd(w, "phase", ("forward", "backward"), "forward", "180px"),
            "layer": w.IntSlider(value=0, min=0, max=L - 1, description="layer",
                                 continuous_update=False, layout=w.Layout(width="380px"))}
-    return build_canvas(render_fsdp, ctl, [w.HBox(list(ctl.values()))], {"preset": preset})
+    return build_canvas(render_fsdp, ctl, [w.HBox(list(ctl.values()))],
+                        {"preset": preset, "draw": "scene"})
 
 
 def recompute_canvas(preset="gpt3-175b", tp=8, sp="on", seq=2048, mbs=1):
@@ -268,7 +328,7 @@ def recompute_canvas(preset="gpt3-175b", tp=8, sp="on", seq=2048, mbs=1):
            "sp": _dd(w, "SP", ("off", "on"), sp, "110px"),
            "seq": _dd(w, "seq", SEQ_VALUES, seq, "140px"),
            "mbs": _int(w, "b", mbs, MBS_RANGE, "200px")}
-    return build_canvas(render_recompute, ctl, [w.HBox(list(ctl.values()))], {})
+    return build_canvas(render_recompute, ctl, [w.HBox(list(ctl.values()))], {"draw": "scene"})
 
 
 def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
@@ -287,7 +347,7 @@ def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
            "M": _int(w, "M", M, M_RANGE)}
     names = list(ctl)
     rows = [w.HBox([ctl[k] for k in names[:5]]), w.HBox([ctl[k] for k in names[5:]])]
-    return build_canvas(render_layout, ctl, rows, {})
+    return build_canvas(render_layout, ctl, rows, {"draw": "scene"})
 
 
 def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):
@@ -297,7 +357,8 @@ def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):
     ctl = {"preset": _dd(w, "model", ("llama3-8b", "llama3-70b", "gpt3-175b"), preset, "220px"),
            "gpus": _dd(w, "GPUs", (32, 64), gpus, "130px"),
            "gpu_memory": _dd(w, "GB/GPU", (80, 141), gpu_memory, "150px")}
-    return build_canvas(render_plan, ctl, [w.HBox(list(ctl.values()))], {"seq": seq})
+    return build_canvas(render_plan, ctl, [w.HBox(list(ctl.values()))],
+                        {"seq": seq, "draw": "scene"})
 
 
 __all__ = ["render_memory", "render_fsdp", "render_recompute", "render_layout", "render_plan",

@@ -26,6 +26,7 @@ from typing import Any, Callable
 from ..partition import stage_layers
 from ..registry import default_V, make_schedule
 from ..simulate import Costs, simulate
+from ..env import browser_note, in_browser
 from .base import CANVASES, SCHEDULES, Canvas, build_canvas, message_html
 from .cluster_mode import ClusterMode
 
@@ -107,6 +108,8 @@ def launch(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
     sched, err = check_run(schedule, P, M, V, emulate, tf, tb, tw)
     if err:
         return None, err + "\n(nothing launched)"
+    if in_browser():
+        return None, browser_note(f"pplab run --schedule {schedule} -P {P} -M {M}")
     try:
         from .. import runtime as rt
     except ImportError as e:            # pragma: no cover - torch missing
@@ -206,8 +209,12 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
               emulate: bool = True, tf=0.05, tb=0.1, tw=0.0, trace_path: str = "pplab-trace.json",
               schedules=SCHEDULES, timeout: float = 120.0, **run_kw) -> RunPanel:
     """Schedule dropdown, P/M/V sliders, emulated tf/tb/tw (seconds per chunk), a checkbox for
-    emulated time, one for saving a Perfetto trace, and a **Run for real** button."""
+    emulated time, one for saving a Perfetto trace, and a **Run for real** button.
+    In a browser tab (JupyterLite) it is one line saying why it is absent and what to run."""
     import ipywidgets as w
+    if in_browser():
+        note = browser_note(f"make lab, or: pplab run --schedule {schedule} -P {P} -M {M}")
+        return RunPanel(w.HTML(message_html(note, True)), {}, lambda: None, last_message=note)
     from ..draw import figure_png
 
     V = default_V(schedule) if V is None else V
@@ -351,6 +358,18 @@ def balance_timeline(stage_costs, M: int, schedule: str = "1f1b"):
     return simulate(sched, Costs(stage_scale=[c / mean for c in stage_costs]))
 
 
+def _balance_scene(costs, parts, stage, method, layers, P, tl, tl_even) -> dict:
+    """Per-layer costs coloured by stage, over the simulated 1F1B timeline."""
+    from ..scene import bars_panel, scene, timeline_panel
+    series = [(f"stage {i}: {stage[i]:.2f}", "#56B4E9" if i % 2 == 0 else "#0072B2",
+               [costs[j] if j in r else 0.0 for j in range(len(costs))])
+              for i, r in enumerate(parts)]
+    top = bars_panel(range(len(costs)), series, f"{method} split of {layers} layers into {P} "
+                     "stages", "cost", "layer (embedding on the first, norm + head on the last)",
+                     totals=False)
+    return scene(top, timeline_panel(tl, xmax=max(tl.makespan, tl_even.makespan)))
+
+
 def render_balance(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: int = 4,
                    M: int = 8, method: str = "even", draw: bool = True):
     """Layer costs → a partition → per-stage costs → the simulated 1F1B timeline.
@@ -371,6 +390,8 @@ def render_balance(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
            f"{tl_even.makespan:.4g}); bubble {tl.bubble_fraction:.1%} of total")
     if not draw:
         return None, msg
+    if draw == "scene":
+        return _balance_scene(costs, parts, stage, method, layers, P, tl, tl_even), msg
     from matplotlib.figure import Figure
 
     from ..draw import draw_timeline
@@ -414,7 +435,7 @@ def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
                 "head": fslider("head", head, 4.0)}
     rows = [w.HBox([controls["method"], controls["layers"]]),
             w.HBox([controls["P"], controls["M"], controls["embed"], controls["head"]])]
-    return build_canvas(render_balance, controls, rows, {})
+    return build_canvas(render_balance, controls, rows, {"draw": "scene"})
 
 
 __all__ = ["layer_costs", "partition_costs", "balance_timeline", "render_balance",

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from ..closed_forms import bubble_both
 from ..registry import default_V, spec
+from ..scene import (inflight_panel, line, lines_panel, peak_bars_panel, scene,
+                     timeline_panel)
 from .base import (M_RANGE, P_RANGE, SCHEDULES, V_RANGE, Canvas, build_canvas, cost_sliders,
                    simulate_or_message, summary, timeline_over_panel)
 
@@ -12,7 +14,8 @@ def render(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = 1, tf
     """Simulate and draw one schedule. Returns ``(Figure or None, message)``.
 
     ``message`` is the summary line on success and the reason on failure; nothing raises
-    for a bad combination. ``draw=False`` skips the figure (for fast sweeps).
+    for a bad combination. ``draw=False`` skips the figure (for fast sweeps);
+    ``draw="scene"`` returns the scene the browser canvas draws.
     """
     tl, err = simulate_or_message(schedule, P, M, V, tf, tb, tw, comm, fixed)
     if err:
@@ -20,6 +23,9 @@ def render(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = 1, tf
     msg = summary(tl)
     if not draw:
         return None, msg
+    if draw == "scene":
+        panel = timeline_panel(tl, subtitle=msg)
+        return scene(panel, *([inflight_panel(tl)] if inflight else [])), msg
     from ..draw import draw_inflight, draw_timeline
     if not inflight:
         return draw_timeline(tl), msg
@@ -47,6 +53,9 @@ def render_compare(schedules=("gpipe", "1f1b"), P: int = 4, M: int = 8, V: int |
     msg = "\n".join(lines)
     if not draw or not tls:
         return None, msg
+    xmax = max(tl.makespan for tl in tls)
+    if draw == "scene":
+        return scene(*[timeline_panel(tl, xmax=xmax) for tl in tls], peak_bars_panel(tls)), msg
     from matplotlib.figure import Figure
 
     from ..draw import draw_peak_bars, draw_timeline
@@ -55,7 +64,6 @@ def render_compare(schedules=("gpipe", "1f1b"), P: int = 4, M: int = 8, V: int |
     axes = fig.subplots(len(rows), 1, gridspec_kw={"height_ratios": rows})
     fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
                         bottom=0.45 / sum(rows), hspace=0.9)
-    xmax = max(tl.makespan for tl in tls)
     for ax, tl in zip(axes, tls):
         draw_timeline(tl, ax=ax)
         ax.set_xlim(0, xmax * 1.005 if xmax > 0 else 1)        # same time axis for all
@@ -83,7 +91,7 @@ def timeline_canvas(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | Non
                 "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE),
                 "V": slider("V", V, V_RANGE)}
     rows = [w.HBox([controls["schedule"], controls["P"], controls["M"], controls["V"]])]
-    fixed_kw = {"inflight": inflight}
+    fixed_kw = {"inflight": inflight, "draw": "scene"}
     if costs:
         cs = cost_sliders(w, tf, tb, tw, comm, fixed)
         controls.update(cs)
@@ -111,7 +119,7 @@ def compare_canvas(a: str = "gpipe", b: str = "1f1b", P: int = 4, M: int = 8,
     rows = [w.HBox(list(controls.values()))]
 
     def fn(a, b, P, M):
-        return render_compare((a, b), P, M)
+        return render_compare((a, b), P, M, draw="scene")
     return build_canvas(fn, controls, rows, {})
 
 
@@ -123,15 +131,49 @@ def bubble_curve_canvas(P: int = 4, schedule: str = "1f1b", V: int = 1) -> Canva
                 "P": w.IntSlider(value=P, min=P_RANGE[0], max=P_RANGE[1], description="P",
                                  continuous_update=False)}
 
-    def fn(schedule, P):
-        from ..draw import draw_bubble_curve
-        v = 2 if schedule == "interleaved" else 1
-        fig = draw_bubble_curve(P, [1, 2, 4, 8, 16, 32, 64], schedule=schedule, V=v)
-        f32, r32 = bubble_both(P, 32, v)
-        return fig, (f"{schedule} P={P}: at M=32 the bubble is {f32:.1%} of the total "
-                     f"and {r32:.1%} of the ideal")
-    return build_canvas(fn, controls, [w.HBox(list(controls.values()))], {})
+    return build_canvas(render_bubble_curve, controls, [w.HBox(list(controls.values()))],
+                        {"draw": "scene"})
 
 
-__all__ = ["render", "render_compare", "timeline_canvas", "compare_canvas",
-           "bubble_curve_canvas"]
+BUBBLE_MS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def bubble_curve_panel(P: int, Ms=BUBBLE_MS, schedule: str = "1f1b", V: int = 1) -> dict:
+    """Closed-form bubble vs M (both denominators) with simulated points on top."""
+    Ms = sorted(set(int(m) for m in Ms))
+    grid = [Ms[0] * (Ms[-1] / Ms[0]) ** (i / 99) for i in range(100)] if len(Ms) > 1 else Ms
+    both = [bubble_both(P, m, V) for m in grid]
+    sim = []
+    for m in Ms:
+        tl, err = simulate_or_message(schedule, P, m, V)
+        if not err:
+            sim.append((m, tl.bubble_fraction, tl.bubble_ratio))
+    v = "" if V == 1 else "V·"
+    series = [line("÷ ideal: (P−1)/" + ("M" if V == 1 else "(V·M)"), "#D55E00",
+                   [(m, b[1]) for m, b in zip(grid, both)]),
+              line(f"÷ total: (P−1)/({v}M+P−1)", "#0072B2", [(m, b[0]) for m, b in zip(grid, both)]),
+              line(f"simulated {schedule}, ÷ ideal", "#D55E00", [(m, r) for m, _, r in sim],
+                   line=False, marker="o"),
+              line(f"simulated {schedule}, ÷ total", "#0072B2", [(m, f) for m, f, _ in sim],
+                   line=False, marker="s")]
+    title = f"bubble vs M at P={P}" + (f", V={V}" if V != 1 else "") + " — two denominators"
+    return lines_panel(series, title, "microbatches M", "bubble", xlog=True, percent=True,
+                       xticks=Ms)
+
+
+def render_bubble_curve(schedule: str = "1f1b", P: int = 4, draw=True):
+    """The bubble-vs-M curve for ``schedule`` at ``P`` (interleaved at V=2)."""
+    v = 2 if schedule == "interleaved" else 1
+    f32, r32 = bubble_both(P, 32, v)
+    msg = (f"{schedule} P={P}: at M=32 the bubble is {f32:.1%} of the total "
+           f"and {r32:.1%} of the ideal")
+    if draw == "scene":
+        return scene(bubble_curve_panel(int(P), BUBBLE_MS, schedule, v)), msg
+    if not draw:
+        return None, msg
+    from ..draw import draw_bubble_curve
+    return draw_bubble_curve(P, list(BUBBLE_MS), schedule=schedule, V=v), msg
+
+
+__all__ = ["render", "render_compare", "render_bubble_curve", "bubble_curve_panel",
+           "timeline_canvas", "compare_canvas", "bubble_curve_canvas"]

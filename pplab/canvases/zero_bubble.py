@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..registry import excess_closed_form, make_schedule, names
+from ..scene import timeline_scene
 from ..simulate import Costs, simulate
 from ..timeline import peak_inflight
 from .base import M_RANGE, P_RANGE, Canvas, build_canvas, summary
@@ -34,6 +35,8 @@ def render_zero_bubble(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, 
         msg += "\n(tfb only matters for DualPipe's overlapped F&B pairs)"
     if not draw:
         return None, msg
+    if draw == "scene":
+        return timeline_scene(tl), msg
     from ..draw import draw_timeline
     return draw_timeline(tl), msg
 
@@ -54,4 +57,4 @@ def zero_bubble_canvas(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, 
                 "tf": fl("tf", tf), "tb": fl("tb", tb), "tw": fl("tw", tw), "tfb": fl("tfb", tfb)}
     rows = [w.HBox([controls["schedule"], controls["P"], controls["M"]]),
             w.HBox([controls["tf"], controls["tb"], controls["tw"], controls["tfb"]])]
-    return build_canvas(render_zero_bubble, controls, rows, {})
+    return build_canvas(render_zero_bubble, controls, rows, {"draw": "scene"})

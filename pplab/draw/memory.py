@@ -13,12 +13,9 @@ from typing import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-GB = 1e9
-PART_COLORS = {"params": "#0072B2", "grads": "#E69F00", "optimizer": "#009E73",
-               "activations": "#D55E00"}
-PART_LABELS = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer states",
-               "activations": "activations"}
-AXIS_COLORS = {"tp": "#CC79A7", "pp": "#56B4E9", "dp": "#F0E442"}
+from ..memory.fsdp import fsdp_frames  # noqa: F401  (re-exported: pure, used by canvases)
+from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS,
+                     memory_panel)
 
 
 def _fig_ax(ax, size):
@@ -65,18 +62,13 @@ def draw_stacked(labels: Sequence[str], rows: Sequence[dict], gpu_memory: float 
 
 def draw_memory_bars(report, gpu_memory: float | None = 80e9, ax=None,
                      title: str | None = None) -> Figure:
-    """One stacked bar per pipeline rank of a :class:`~pplab.memory.MemoryReport`."""
-    rows = [{"params": r.params, "grads": r.grads, "optimizer": r.optimizer,
-             "activations": r.activations} for r in report.per_rank]
-    labels = [f"rank {r.rank}" if len(report.per_rank) <= 8 else str(r.rank)
-              for r in report.per_rank]
-    c = report.config
-    if title is None:
-        title = (f"{report.model.name}: TP={c.tp} PP={c.pp} DP={c.dp} ZeRO-{c.zero} "
-                 f"{report.schedule.name} M={c.microbatches} b={c.microbatch} "
-                 f"recompute={c.recompute}{' SP' if c.sp else ''} — peak "
-                 f"{report.peak_bytes / GB:.1f} GB on rank {report.peak_rank}")
-    return draw_stacked(labels, rows, gpu_memory, ax, title, "pipeline rank")
+    """One stacked bar per pipeline rank of a :class:`~pplab.memory.MemoryReport`, drawn
+    from the same scene panel the browser canvas draws (:func:`pplab.scene.memory_panel`)."""
+    panel = memory_panel(report, gpu_memory, title)
+    part = {label: key for key, label in PART_LABELS.items()}
+    rows = [{part[s["name"]]: s["values"][i] * GB for s in panel["series"]}
+            for i in range(len(panel["labels"]))]
+    return draw_stacked(panel["labels"], rows, gpu_memory, ax, panel["title"], panel["xlabel"])
 
 
 def draw_zero_stages(psi: float, dp: int, gpu_memory: float | None = 80e9, ax=None,
@@ -90,31 +82,6 @@ def draw_zero_stages(psi: float, dp: int, gpu_memory: float | None = 80e9, ax=No
     labels = ["DP (ZeRO-0)", "ZeRO-1", "ZeRO-2", "ZeRO-3/FSDP"]
     return draw_stacked(labels, rows, gpu_memory, ax,
                         f"Ψ = {psi / 1e9:.2f}B parameters, N_d = {dp}: bytes per GPU")
-
-
-def fsdp_frames(layers: int, layer_bytes: float, dp: int, prefetch: bool = False,
-                other_bytes: float = 0.0) -> list[dict]:
-    """FSDP / ZeRO-3 walk: forward over layers 0..L−1, then backward L−1..0.
-
-    Every GPU keeps its 1/N_d shard of each layer's parameters. Before a layer runs, its
-    shards are all-gathered into the full layer (and, with ``prefetch``, the next layer's too);
-    after it runs, the gathered copy is freed. Each frame says which layers are full and the
-    parameter bytes resident on one GPU.
-    """
-    if layers < 1 or dp < 1:
-        raise ValueError("need at least one layer and one GPU")
-    order = [("forward", i) for i in range(layers)] + \
-            [("backward", i) for i in reversed(range(layers))]
-    frames = []
-    for k, (phase, i) in enumerate(order):
-        full = {i}
-        if prefetch and k + 1 < len(order):
-            full.add(order[k + 1][1])
-        resident = (other_bytes + layers * layer_bytes / dp
-                    + len(full) * layer_bytes * (1 - 1 / dp))
-        frames.append({"step": k, "phase": phase, "layer": i, "full": sorted(full),
-                       "resident": resident})
-    return frames
 
 
 def draw_fsdp_step(frames: list[dict], step: int, layer_bytes: float, dp: int,
@@ -212,9 +179,6 @@ def draw_comm_volumes(volumes: dict, times: dict | None = None, ax=None,
         fig.suptitle(title, fontsize=9)
     fig.subplots_adjust(wspace=0.4, top=0.84, bottom=0.12)
     return fig
-
-
-RECOMPUTE_COLORS = {"none": "#0072B2", "selective": "#009E73", "full": "#E69F00"}
 
 
 def draw_plan(cands, gpu_memory: float = 80e9, ax=None, title: str = "", top: int = 3) -> Figure:

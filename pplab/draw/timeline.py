@@ -18,35 +18,15 @@ from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
 
 from ..ir import KIND_NAMES, Schedule
+from ..scene import (IDLE_EDGE, IDLE_FACE, IDLE_HATCH, KIND_COLORS, levels, timeline_boxes,
+                     title_line)
 from ..closed_forms import bubble_both
 from ..text import metrics_line
 from ..timeline import Timeline
 
-#: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
-KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
-IDLE_FACE, IDLE_HATCH, IDLE_EDGE = "#f2f2f2", "////", "#c8c8c8"
 LABEL_FONTSIZE = 7
 MAX_LABEL_EVENTS = 320   # denser timelines get no labels: unreadable anyway, and text is slow
-
-
-def _op_label(op) -> str:
-    if op.kind == "FB":
-        return f"{op.forward.microbatch}|{op.backward.microbatch}"
-    return str(op.microbatch)
-
-
-def _title_line(tl: Timeline) -> str:
-    meta, sched = tl.meta or {}, tl.schedule
-    name = meta.get("schedule") or (sched.name if sched is not None else tl.source)
-    P = meta.get("P", tl.num_ranks)
-    shape = f"P={P}"
-    M = meta.get("M", sched.M if sched is not None else None)
-    V = meta.get("V", sched.V if sched is not None else None)
-    if M is not None:
-        shape += f" M={M}"
-    if V not in (None, 1):
-        shape += f" V={V}"
-    return f"{name} {shape}"
+_title_line = title_line
 
 
 def _boxes_patch(spans, face, edge, lw, zorder, hatch=None) -> PathPatch:
@@ -101,12 +81,12 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
         bg = [(0.0, span, r - 0.45, r + 0.45) for r in range(P)]
         ax.add_artist(_boxes_patch(bg, IDLE_FACE, IDLE_EDGE, 0.0, 0, hatch=IDLE_HATCH))
 
+    # the boxes come from the same scene data the browser canvas draws (pplab.scene)
+    boxes = timeline_boxes(timeline)
     by_kind: dict[str, list] = {}
-    for e in timeline.events:
-        by_kind.setdefault(e.op.kind, []).append(e)
-    for kind, evs in by_kind.items():
-        spans = [(e.start - t0, e.end - t0, e.rank + main_y0, e.rank + main_y0 + main_h)
-                 for e in evs]
+    for rank, start, end, _, kind in boxes:
+        by_kind.setdefault(kind, []).append((start, end, rank + main_y0, rank + main_y0 + main_h))
+    for kind, spans in by_kind.items():
         ax.add_artist(_boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "white", 0.6, 2))
 
     xmax = span
@@ -137,11 +117,10 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
     if labels and span > 0 and len(timeline.events) <= MAX_LABEL_EVENTS:
         fig_w = fig.get_figwidth() * ax.get_position().width
         pts_per_unit = max(fig_w, 1.0) * 72.0 * 0.85 / (xmax or 1.0)
-        for e in timeline.events:
-            text = _op_label(e.op)
-            if e.duration * pts_per_unit < 0.62 * LABEL_FONTSIZE * len(text) + 3:
+        for rank, start, end, text, _ in boxes:
+            if (end - start) * pts_per_unit < 0.62 * LABEL_FONTSIZE * len(text) + 3:
                 continue
-            ax.text((e.start - t0 + e.end - t0) / 2, e.rank + main_y0 + main_h / 2, text,
+            ax.text((start + end) / 2, rank + main_y0 + main_h / 2, text,
                     ha="center", va="center", fontsize=LABEL_FONTSIZE, color="white",
                     zorder=4, clip_on=True)
 
@@ -163,21 +142,6 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
 
 
 # ---- in-flight activations ------------------------------------------------------------------
-def _levels(ops) -> list[int]:
-    """Activations alive after each op (F adds one; B, or W after a split backward, frees it)."""
-    alive: set = set()
-    out = []
-    for op in ops:
-        for a in op.parts:
-            key = (a.stage, a.microbatch)
-            if a.kind == "F":
-                alive.add(key)
-            elif a.kind in ("B", "W"):
-                alive.discard(key)
-        out.append(len(alive))
-    return out
-
-
 def draw_inflight(timeline_or_schedule, ax=None, title: str | None = None) -> Figure:
     """Activations held per rank: over time for a Timeline, over steps for a Schedule.
 
@@ -193,7 +157,7 @@ def draw_inflight(timeline_or_schedule, ax=None, title: str | None = None) -> Fi
         P, name = obj.P, f"{obj.name} P={obj.P} M={obj.M}"
         series = []
         for r in range(P):
-            lv = _levels(obj.ranks[r])
+            lv = levels(obj.ranks[r])
             series.append((list(range(len(lv) + 1)), [0] + lv))
         ax.set_xlabel("step (position in the rank's run order)")
     else:
@@ -203,7 +167,7 @@ def draw_inflight(timeline_or_schedule, ax=None, title: str | None = None) -> Fi
         series = []
         for r in range(P):
             evs = obj.rank_events(r)
-            lv = _levels(e.op for e in evs)
+            lv = levels(e.op for e in evs)
             xs = [0.0] + [e.end - t0 for e in evs]
             series.append((xs, [0] + lv))
         ax.set_xlabel("time")

@@ -1,0 +1,71 @@
+"""Slider → picture latency of the browser-drawn canvases, in real Chromium (``make
+bench-browser``): the timeline canvas at P=8, M=32, V=2 interleaved (V moved by keyboard) and
+the memory bars (M moved). Goal: p50 ≤ 50 ms, p95 ≤ 100 ms. Each latency runs from the key
+event reaching the page to the canvas's redraw (scene.js bumps ``data-frame``).
+
+usage: python benchmarks/bench_browser.py [--lite [SITE_DIR]] [--moves N]
+JupyterLab by default; ``--lite`` measures in the JupyterLite site (built if missing).
+The last line is exactly ``browser redraw p50 X ms p95 Y ms`` (the timeline canvas).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+import browser_util as B  # noqa: E402
+
+
+def measure(page, url: str, name: str, moves: int) -> dict:
+    panel = B.open_notebook(page, url, name)
+    return B.bench_canvases(page, panel, moves)
+
+
+def first_canvas(page, url: str, name: str) -> float:
+    """Seconds from opening the lesson to its first canvas drawn (run all)."""
+    t0 = time.monotonic()
+    panel = B.open_notebook(page, url, name)
+    B.run_all(page)
+    panel.locator("canvas.pplab-scene[data-frame]").first.wait_for(timeout=300_000)
+    return time.monotonic() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lite", nargs="?", const=str(B.ROOT / "site"), default=None)
+    ap.add_argument("--moves", type=int, default=40)
+    a = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=B.CHROMIUM, args=B.ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        if a.lite:
+            site = B.ensure_site(Path(a.lite))
+            with B.static_server(site) as url:
+                name = next(p.name for p in B.LESSONS if "bubble" in p.name)
+                lesson = f"{url}/lab/index.html?path={name}"
+                cold = first_canvas(page, lesson, name)
+                warm = first_canvas(page, lesson, name)      # same browser: HTTP cache warm
+                print(f"JupyterLite {name}: first canvas cold {cold:.1f} s, warm {warm:.1f} s")
+                res = measure(page, lesson, name, a.moves)
+        else:
+            with tempfile.TemporaryDirectory() as d:
+                B.empty_notebook(Path(d) / "bench.ipynb")
+                with B.jupyter_lab(Path(d)) as url:
+                    res = measure(page, f"{url}/lab/tree/bench.ipynb?token={B.TOKEN}&reset",
+                                  "bench.ipynb", a.moves)
+        browser.close()
+    where = "JupyterLite" if a.lite else "JupyterLab"
+    for name in ("memory bars", "timeline"):
+        xs = res[name]
+        print(f"{where} {name}: {len(xs)} moves, p50 {B.percentile(xs, 0.5):.1f} ms, "
+              f"p95 {B.percentile(xs, 0.95):.1f} ms, max {max(xs):.1f} ms")
+    xs = res["timeline"]
+    print(f"browser redraw p50 {B.percentile(xs, 0.5):.0f} ms p95 {B.percentile(xs, 0.95):.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

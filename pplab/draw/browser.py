@@ -1,0 +1,72 @@
+"""``pplab.draw`` in a browser tab (JupyterLite has no matplotlib): the same function names
+return a picture drawn by the page from the same scene data (:mod:`pplab.scene`), so a
+lesson's ``draw_timeline(tl)`` works in both places. Figures with no scene form print one
+line saying where to see them."""
+from __future__ import annotations
+
+from ..env import browser_note
+from ..memory.fsdp import fsdp_frames  # noqa: F401
+from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, inflight_panel, memory_panel, bars_panel,
+                     peak_bars_panel, scene, timeline_panel)
+
+
+def _view(*panels):
+    from ..canvases.view import SceneView
+    return SceneView(scene(*panels))
+
+
+def draw_timeline(timeline, overlay=None, title=None, **_):
+    xmax = max(timeline.makespan, overlay.makespan if overlay is not None else 0)
+    panels = [timeline_panel(timeline, title, xmax)]
+    if overlay is not None:
+        panels.append(timeline_panel(overlay, f"{overlay.source} run", xmax))
+    return _view(*panels)
+
+
+def draw_inflight(timeline_or_schedule, ax=None, title=None):
+    from ..simulate import simulate
+    tl = timeline_or_schedule
+    if not hasattr(tl, "events"):
+        tl = simulate(tl)
+    return _view(inflight_panel(tl))
+
+
+def draw_peak_bars(timelines, ax=None, title=None):
+    return _view(peak_bars_panel(list(timelines)))
+
+
+def draw_bubble_curve(P, Ms, schedule="1f1b", V=1, costs=None, ax=None, title=None):
+    from ..canvases.timeline import bubble_curve_panel
+    return _view(bubble_curve_panel(int(P), list(Ms), schedule, int(V)))
+
+
+def draw_stacked(labels, rows, gpu_memory=None, ax=None, title="", xlabel=""):
+    series = [(PART_LABELS[p], PART_COLORS[p], [r.get(p, 0.0) / GB for r in rows])
+              for p in PART_COLORS if any(r.get(p, 0) for r in rows)]
+    limit = gpu_memory / GB if gpu_memory else None
+    return _view(bars_panel(labels, series, title, "GB per GPU", xlabel, limit=limit,
+                            limit_label=f"GPU {gpu_memory / GB:g} GB" if gpu_memory else ""))
+
+
+def draw_memory_bars(report, gpu_memory=80e9, ax=None, title=None):
+    return _view(memory_panel(report, gpu_memory, title))
+
+
+def draw_zero_stages(psi, dp, gpu_memory=80e9, ax=None, activations=0.0):
+    from ..memory.accounting import model_states_bytes
+    rows = [dict(zip(("params", "grads", "optimizer"), model_states_bytes(psi, dp, z)),
+                 activations=activations) for z in range(4)]
+    return draw_stacked(["DP (ZeRO-0)", "ZeRO-1", "ZeRO-2", "ZeRO-3/FSDP"], rows, gpu_memory,
+                        title=f"Ψ = {psi / 1e9:.2f}B parameters, N_d = {dp}: bytes per GPU")
+
+
+def _absent(name):
+    def draw(*_, **__):
+        print(browser_note(f"make lab, then pplab.draw.{name}(...)"))
+    draw.__name__ = name
+    return draw
+
+
+draw_fsdp_step, draw_recompute = _absent("draw_fsdp_step"), _absent("draw_recompute")
+draw_comm_volumes, draw_plan = _absent("draw_comm_volumes"), _absent("draw_plan")
+figure_png = _absent("figure_png")

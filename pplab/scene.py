@@ -1,0 +1,178 @@
+"""Pictures as plain data: what a canvas shows, computed in pure Python.
+
+A *scene* is a dict of JSON values: ``{"panels": [panel, ...]}``. Three kinds of panel cover
+every canvas: ``timeline`` (boxes ``[rank, start, end, label, kind]``), ``bars`` (stacked or
+grouped, with an optional limit line) and ``lines`` (series of points). The browser widget
+(:mod:`pplab.canvases.view`) and the matplotlib drawings (:mod:`pplab.draw`) both draw from
+these, so the live picture and the exported figure show the same schedule by construction,
+and the widget needs no matplotlib (it runs in JupyterLite too).
+"""
+from __future__ import annotations
+
+from .ir import KIND_NAMES
+from .text import metrics_line
+
+#: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
+KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
+#: memory parts (parameters blue, gradients orange, optimizer green, activations vermillion)
+PART_COLORS = {"params": "#0072B2", "grads": "#E69F00", "optimizer": "#009E73",
+               "activations": "#D55E00"}
+PART_LABELS = {"params": "parameters", "grads": "gradients", "optimizer": "optimizer states",
+               "activations": "activations"}
+IDLE_FACE, IDLE_HATCH, IDLE_EDGE = "#f2f2f2", "////", "#c8c8c8"
+AXIS_COLORS = {"tp": "#CC79A7", "pp": "#56B4E9", "dp": "#F0E442"}
+RECOMPUTE_COLORS = {"none": "#0072B2", "selective": "#009E73", "full": "#E69F00"}
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#999999")
+GB = 1e9
+
+
+def _r(x: float) -> float:
+    """Times rounded to 1e-9: exact enough to draw, and stable in JSON."""
+    return round(float(x), 9)
+
+
+def op_label(op) -> str:
+    """The microbatch number drawn inside a box (``a|b`` for an overlapped F&B pair)."""
+    if op.kind == "FB":
+        return f"{op.forward.microbatch}|{op.backward.microbatch}"
+    return str(op.microbatch)
+
+
+def title_line(tl) -> str:
+    """'interleaved P=8 M=32 V=2' from the timeline's meta or its schedule."""
+    meta, sched = tl.meta or {}, tl.schedule
+    name = meta.get("schedule") or (sched.name if sched is not None else tl.source)
+    shape = f"P={meta.get('P', tl.num_ranks)}"
+    M = meta.get("M", sched.M if sched is not None else None)
+    V = meta.get("V", sched.V if sched is not None else None)
+    if M is not None:
+        shape += f" M={M}"
+    if V not in (None, 1):
+        shape += f" V={V}"
+    return f"{name} {shape}"
+
+
+def timeline_boxes(tl) -> list[list]:
+    """``[rank, start, end, label, kind]`` per event, times from the timeline's start,
+    sorted by rank then start."""
+    t0 = tl.start
+    out = []
+    for e in tl.events:
+        op = e.op
+        label = str(op.microbatch) if op.kind != "FB" else op_label(op)
+        out.append([e.rank, e.start - t0, e.end - t0, label, op.kind])
+    out.sort(key=lambda b: (b[0], b[1], b[2]))
+    return out
+
+
+def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
+                   subtitle: str | None = None) -> dict:
+    """One row per rank (rank 0 on top); ``xmax`` shares a time axis between panels;
+    ``subtitle`` defaults to the metrics line (pass it when already computed)."""
+    boxes = timeline_boxes(tl)
+    span = max((b[2] for b in boxes), default=0.0)
+    kinds = {b[4] for b in boxes}
+    legend = [[KIND_NAMES[k], KIND_COLORS[k]] for k in KIND_COLORS if k in kinds]
+    return {"type": "timeline", "ranks": tl.num_ranks, "span": _r(span),
+            "xmax": _r(xmax if xmax else span), "boxes": boxes, "legend": legend,
+            "colors": {k: KIND_COLORS[k] for k in KIND_COLORS if k in kinds},
+            "title": title or title_line(tl), "subtitle": subtitle or metrics_line(tl),
+            "xlabel": "time" + (" (cost units)" if tl.source == "simulated" else "")}
+
+
+def bars_panel(labels, series, title: str = "", ylabel: str = "", xlabel: str = "",
+               stacked: bool = True, limit: float | None = None, limit_label: str = "",
+               totals: bool = True, fmt: str = "{:.1f}") -> dict:
+    """Bars per label; ``series`` is ``[(name, colour, values)]`` stacked or side by side.
+    ``totals`` writes each bar's (stack's) value above it; values over ``limit`` in red."""
+    return {"type": "bars", "labels": [str(x) for x in labels], "stacked": stacked,
+            "series": [{"name": n, "color": c, "values": [_r(v) for v in vals]}
+                       for n, c, vals in series],
+            "title": title, "ylabel": ylabel, "xlabel": xlabel, "totals": totals, "fmt": fmt,
+            "limit": None if limit is None else _r(limit), "limit_label": limit_label}
+
+
+def lines_panel(series, title: str = "", xlabel: str = "", ylabel: str = "",
+                xlog: bool = False, percent: bool = False, xticks=None, marks=None) -> dict:
+    """Series ``{"name", "color", "points": [[x, y]], "line", "marker", "dash", "step"}``;
+    ``marks`` are vertical lines ``[x, colour, dashed]``."""
+    return {"type": "lines", "series": list(series), "title": title, "xlabel": xlabel,
+            "ylabel": ylabel, "xlog": xlog, "percent": percent,
+            "xticks": None if xticks is None else list(xticks), "marks": list(marks or [])}
+
+
+def line(name: str, color: str, points, line: bool = True, marker: str | None = None,
+         dash: bool = False, step: bool = False) -> dict:
+    return {"name": name, "color": color, "points": [[_r(x), _r(y)] for x, y in points],
+            "line": line, "marker": marker, "dash": dash, "step": step}
+
+
+def scene(*panels: dict) -> dict:
+    return {"panels": list(panels)}
+
+
+def timeline_scene(tl, title: str | None = None) -> dict:
+    return scene(timeline_panel(tl, title))
+
+
+def levels(ops) -> list[int]:
+    """Activations alive after each op (F adds one; B, or W after a split backward, frees it)."""
+    alive: set = set()
+    out = []
+    for op in ops:
+        for a in op.parts:
+            if a.kind == "F":
+                alive.add((a.stage, a.microbatch))
+            elif a.kind in ("B", "W"):
+                alive.discard((a.stage, a.microbatch))
+        out.append(len(alive))
+    return out
+
+
+def inflight_panel(tl) -> dict:
+    """Activations held per rank over time (step lines); the legend gives each rank's peak."""
+    t0, series = tl.start, []
+    for r in range(tl.num_ranks):
+        evs = tl.rank_events(r)
+        lv = levels(e.op for e in evs)
+        pts = [(0.0, 0)] + [(e.end - t0, n) for e, n in zip(evs, lv)]
+        series.append(line(f"rank {r} (peak {max(lv, default=0)})", PALETTE[r % len(PALETTE)],
+                           pts, step=True))
+    return lines_panel(series, title=f"in-flight activations per rank — {title_line(tl)}",
+                       xlabel="time", ylabel="activations held")
+
+
+def peak_bars_panel(timelines) -> dict:
+    """Peak in-flight activations per rank, one colour per timeline, side by side."""
+    P = max((tl.num_ranks for tl in timelines), default=1)
+    series = [(title_line(tl), PALETTE[i % len(PALETTE)],
+               list(tl.peak_inflight) + [0] * (P - tl.num_ranks))
+              for i, tl in enumerate(timelines)]
+    return bars_panel([str(r) for r in range(P)], series, "peak in-flight microbatches per rank",
+                      "peak activations held", "rank", stacked=False, fmt="{:.0f}")
+
+
+def memory_title(report) -> str:
+    c = report.config
+    return (f"{report.model.name}: TP={c.tp} PP={c.pp} DP={c.dp} ZeRO-{c.zero} "
+            f"{report.schedule.name} M={c.microbatches} b={c.microbatch} "
+            f"recompute={c.recompute}{' SP' if c.sp else ''} — peak "
+            f"{report.peak_bytes / GB:.1f} GB on rank {report.peak_rank}")
+
+
+def memory_panel(report, gpu_memory: float | None = 80e9, title: str | None = None) -> dict:
+    """One stacked bar per pipeline rank (GB): parameters, gradients, optimizer, activations."""
+    rows = report.per_rank
+    labels = [f"rank {r.rank}" if len(rows) <= 8 else str(r.rank) for r in rows]
+    series = [(PART_LABELS[p], PART_COLORS[p], [getattr(r, p) / GB for r in rows])
+              for p in PART_COLORS if any(getattr(r, p) for r in rows)]
+    limit = None if not gpu_memory else gpu_memory / GB
+    return bars_panel(labels, series, memory_title(report) if title is None else title,
+                      "GB per GPU", "pipeline rank", limit=limit,
+                      limit_label=f"GPU {gpu_memory / GB:g} GB" if gpu_memory else "")
+
+
+__all__ = ["KIND_COLORS", "PART_COLORS", "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS",
+           "PALETTE", "op_label", "title_line",
+           "timeline_boxes", "timeline_panel", "bars_panel", "lines_panel", "line", "scene",
+           "timeline_scene", "levels", "inflight_panel", "peak_bars_panel", "memory_title", "memory_panel"]

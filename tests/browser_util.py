@@ -1,0 +1,348 @@
+"""Shared by the browser tests and benchmarks (JupyterLab and JupyterLite): Chromium flags, a
+throw-away JupyterLab, and page helpers that open a notebook, run it, find its canvases, move
+their sliders and wait for the browser-drawn picture to change.
+
+Pattern (see the browser-tests recipe): scope every locator to the open panel, wait on what
+the page shows (the canvas's ``data-frame`` counter that scene.js bumps on every draw), never
+on "execute some code" barriers.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("PPLAB_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage"]
+TOKEN = "pplab-browser-test"
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SHOTS = Path(os.environ.get("PPLAB_SHOTS", ROOT / "build" / "shots"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, proc, log: Path, limit: float = 90) -> None:
+    deadline = time.time() + limit
+    while True:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            return
+        except OSError:
+            assert time.time() < deadline, f"{url} did not answer within {limit:.0f} s"
+            time.sleep(0.2)
+
+
+def stop(proc) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def blank_skipped_cells(folder: Path) -> None:
+    """Empty the cells nbval skips (``# NBVAL_SKIP``: real torchrun jobs, covered by the
+    runtime tests) in the served copies, so "run all" stays quick."""
+    import nbformat
+    for path in folder.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.source.lstrip().startswith("# NBVAL_SKIP"):
+                cell.source = ""
+        nbformat.write(nb, path)
+
+
+@contextmanager
+def jupyter_lab(notebooks: Path):
+    """A throw-away JupyterLab on 127.0.0.1 serving a copy of ``notebooks`` (no user settings,
+    no autosave, skipped cells blanked); yields its URL; stopped and removed afterwards."""
+    state = Path(tempfile.mkdtemp(prefix="pplab-lab-"))
+    shutil.copytree(notebooks, state / "nb", ignore=shutil.ignore_patterns(".*"))
+    blank_skipped_cells(state / "nb")
+    for rel, content in {
+            "apputils-extension/notification.jupyterlab-settings":
+                {"fetchNews": "false", "checkForUpdates": False},
+            "docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+            # render every cell's output, not only the visible ones: tests look for them all
+            "notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}.items():
+        p = state / "settings" / "@jupyterlab" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(content))
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    env.update(JUPYTER_CONFIG_DIR=str(state / "config"),
+               JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(state / "ws"), JUPYTER_RUNTIME_DIR=str(state / "rt"))
+    port = free_port()
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+           f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
+           f"--ServerApp.root_dir={state / 'nb'}", "--LabApp.expose_app_in_browser=True",
+           "--LabApp.news_url=None"] + (["--allow-root"] if os.geteuid() == 0 else [])
+    log = state / "lab.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/lab?token={TOKEN}", proc, log)
+        yield url
+    finally:
+        stop(proc)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+@contextmanager
+def static_server(folder: Path):
+    """``python -m http.server`` on 127.0.0.1 for a built JupyterLite site."""
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix="pplab-http-")[1])
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
+                                 "127.0.0.1", "-d", str(folder)], stdout=fh,
+                                stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{url}/", proc, log)
+        yield url
+    finally:
+        stop(proc)
+        log.unlink(missing_ok=True)
+
+
+# ---- page helpers -------------------------------------------------------------------------
+def open_notebook(page, url: str, name: str, timeout: float = 120_000):
+    """Open ``name`` at ``url`` (a lab/tree or lite URL); wait for its kernel; return the
+    panel locator (every later locator is scoped to it: other tabs may be restored)."""
+    page.goto(url)
+    page.wait_for_function("""n => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+        return !!(w && w.context && w.context.path.endsWith(n) && w.sessionContext); }""",
+                           arg=name, timeout=timeout)
+    panel_id = page.evaluate("""async () => { const w = window.jupyterapp.shell.currentWidget;
+        await w.context.ready; await w.sessionContext.ready; return w.id; }""")
+    return page.locator(f"[id='{panel_id}']")
+
+
+def run_all(page, timeout_ms: int = 300_000) -> bool:
+    return page.evaluate("""ms => Promise.race([
+        window.jupyterapp.commands.execute('notebook:run-all-cells'),
+        new Promise((_, r) => setTimeout(() => r(new Error('run-all timed out')), ms))])""",
+                         timeout_ms)
+
+
+ERRORS_JS = """() => { const w = window.jupyterapp.shell.currentWidget, out = [];
+  const cells = w.content.model.cells;
+  for (let i = 0; i < cells.length; i++) { const c = cells.get(i);
+    if (c.type !== 'code') continue;
+    for (const o of c.outputs.toJSON()) {
+      if (o.output_type === 'error') out.push(`cell ${i}: ${o.ename}: ${o.evalue}`);
+      const t = o.text ? [].concat(o.text).join('') : '';
+      if (o.name === 'stderr' && /Traceback|Error:/.test(t)) out.push(`cell ${i} stderr: ${t.slice(0, 300)}`);
+    } }
+  return out; }"""
+
+
+def error_outputs(page, panel) -> list[str]:
+    """Error outputs, tracebacks on stderr, and canvases reporting an internal error."""
+    errs = page.evaluate(ERRORS_JS)
+    text = panel.inner_text()
+    if "internal error (please report)" in text:
+        errs.append("a canvas reports an internal error")
+    return errs
+
+
+KERNEL_EXEC_JS = """async code => {
+  const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const f = k.requestExecute({code, store_history: false}); let out = '';
+  f.onIOPub = m => { if (m.header.msg_type === 'stream') out += m.content.text;
+                     if (m.header.msg_type === 'error') out += 'ERROR ' + m.content.evalue; };
+  await f.done; return out; }"""
+
+
+def kernel_exec(page, code: str) -> str:
+    return page.evaluate(KERNEL_EXEC_JS, code)
+
+
+def canvas_roots(panel) -> list:
+    """The widget box of each live canvas (controls + message + picture); static pictures
+    drawn by the page (pplab.draw in JupyterLite) have no box and are left out."""
+    canvases = panel.locator(".widget-vbox canvas.pplab-scene")
+    return [canvases.nth(i).locator("xpath=ancestor::div[contains(concat(' ', @class, ' '),"
+                                    " ' widget-vbox ')][1]") for i in range(canvases.count())]
+
+
+SIGNATURE_JS = """root => { const c = root.querySelector('canvas.pplab-scene');
+  const html = [...root.querySelectorAll('.widget-html-content')].map(e => e.innerText).join('|');
+  return (c ? c.dataset.frame : '-') + '#' + html; }"""
+
+
+def settle(page, root, action, timeout: float = 60_000) -> None:
+    """Do ``action`` and wait until the canvas's picture or message has changed and then
+    stayed the same for 300 ms (the kernel's answer arrived and was drawn)."""
+    before = root.evaluate(SIGNATURE_JS)
+    action()
+    root.page.wait_for_function(f"""([root, before]) => ({SIGNATURE_JS})(root) !== before""",
+                                arg=[root.element_handle(), before], timeout=timeout)
+    last, since = root.evaluate(SIGNATURE_JS), time.time()
+    while time.time() - since < 0.3:
+        time.sleep(0.05)
+        now = root.evaluate(SIGNATURE_JS)
+        if now != last:
+            last, since = now, time.time()
+
+
+def handle_at(handle, which: str) -> bool:
+    now = float(handle.get_attribute("aria-valuenow"))
+    return now == float(handle.get_attribute("aria-value" + ("max" if which == "End" else "min")))
+
+
+def sweep_extremes(page, root, shot_prefix: str | None = None) -> int:
+    """Every slider of one canvas to its maximum, then its minimum (a canvas without sliders:
+    every dropdown to its last, then first option); screenshots at both ends. Returns how
+    many moves redrew something."""
+    handles, selects = root.locator(".noUi-handle"), root.locator("select")
+    moves = 0
+    for key in ("End", "Home"):
+        for i in range(handles.count()):
+            h = handles.nth(i)
+            if handle_at(h, key):
+                continue
+            settle(page, root, lambda: h.press(key))
+            moves += 1
+        for i in range(0 if handles.count() else selects.count()):
+            sel = selects.nth(i)
+            options = sel.locator("option").all_inner_texts()
+            want = options[-1 if key == "End" else 0]
+            if sel.evaluate("s => s.options[s.selectedIndex].text") != want:
+                settle(page, root, lambda: sel.select_option(label=want))
+                moves += 1
+        if shot_prefix:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            root.screenshot(path=str(SHOTS / f"{shot_prefix}_{key.lower()}.png"))
+    return moves
+
+
+def drawn_scene(root):
+    """The scene the browser last drew (scene.js keeps it on the canvas element)."""
+    return root.locator("canvas.pplab-scene").evaluate("c => c.pplabScene")
+
+
+def answer_questions(page, panel) -> int:
+    """Answer every quiz/prediction widget (contract: .pplab-question holding .pplab-answer,
+    .pplab-check, .pplab-feedback) and wait for each to give feedback."""
+    qs = panel.locator(".pplab-question")
+    for i in range(qs.count()):
+        q = qs.nth(i)
+        q.scroll_into_view_if_needed()
+        ans = q.locator(".pplab-answer")
+        if ans.locator("input[type=radio]").count():
+            ans.locator("input[type=radio]").first.check()
+        elif ans.locator("button").count():
+            ans.locator("button").first.click()
+        elif ans.locator("input, textarea").count():
+            box = ans.locator("input, textarea").first
+            box.fill("1")
+            box.dispatch_event("change")
+        check = q.locator(".pplab-check")
+        (check.locator("button").first if check.locator("button").count() else check).click()
+        page.wait_for_function("q => { const f = q.querySelector('.pplab-feedback');"
+                               " return f && f.innerText.trim().length > 0; }",
+                               arg=q.element_handle(), timeout=30_000)
+    return qs.count()
+
+
+# ---- latency ------------------------------------------------------------------------------
+LATENCY_SETUP_JS = """root => { const c = root.querySelector('canvas.pplab-scene');
+  window.__lat = []; window.__t0 = null;
+  document.addEventListener('keydown', () => { window.__t0 = performance.now(); }, true);
+  new MutationObserver(() => { if (window.__t0 !== null) {
+      window.__lat.push(performance.now() - window.__t0); window.__t0 = null; } })
+    .observe(c, {attributes: true, attributeFilter: ['data-frame']}); }"""
+
+
+def redraw_latencies(page, root, label: str, moves: int = 30) -> list[float]:
+    """Press →/← on the slider named ``label`` ``moves`` times; per press, the ms from the
+    key event reaching the page to the canvas being redrawn (data-frame changing)."""
+    handle = root.locator(".widget-slider", has=page.locator(".widget-label", has_text=label)
+                          ).first.locator(".noUi-handle")
+    root.evaluate(LATENCY_SETUP_JS)
+    for i in range(moves):
+        n = page.evaluate("() => window.__lat.length")
+        handle.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+        page.wait_for_function("n => window.__lat.length > n", arg=n, timeout=30_000)
+        time.sleep(0.05)
+    return page.evaluate("() => window.__lat")
+
+
+def percentile(xs, q: float) -> float:
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    lo = int(k)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (k - lo)
+
+
+APPEND_RUN_JS = """async code => { const app = window.jupyterapp, nb = app.shell.currentWidget.content;
+  nb.activeCellIndex = nb.widgets.length - 1;
+  await app.commands.execute('notebook:insert-cell-below');
+  nb.activeCell.model.sharedModel.setSource(code);
+  await app.commands.execute('notebook:run-cell'); return nb.activeCellIndex; }"""
+
+
+def append_and_run(page, panel, code: str):
+    """Add a code cell at the end of the open notebook, run it, return its output area."""
+    index = page.evaluate(APPEND_RUN_JS, code)
+    return panel.locator(".jp-Cell").nth(index)
+
+
+BENCH_TIMELINE = ("from pplab.canvases.timeline import timeline_canvas\n"
+                  "timeline_canvas('interleaved', 8, 32, 2)")
+BENCH_MEMORY = ("from pplab.canvases.memory import memory_canvas\n"
+                "memory_canvas(pp=8, schedule='1f1b', M=16, controls=('M', 'mbs'))")
+
+
+def bench_canvases(page, panel, moves: int = 30) -> dict:
+    """Redraw latencies (ms) of the timeline canvas at P=8, M=32, V=2 interleaved (V moved)
+    and of the memory bars (M moved), in the open notebook."""
+    out = {}
+    for name, code, label in (("memory bars", BENCH_MEMORY, "M"),
+                              ("timeline", BENCH_TIMELINE, "V")):
+        cell = append_and_run(page, panel, code)
+        cell.locator("canvas.pplab-scene").wait_for(timeout=120_000)
+        root = canvas_roots(cell)[0]
+        root.scroll_into_view_if_needed()
+        out[name] = redraw_latencies(page, root, label, moves)
+    return out
+
+
+def empty_notebook(path: Path) -> None:
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+
+
+def ensure_site(site: Path) -> Path:
+    """The JupyterLite site, (re)built by tools/build_site.py when missing or older than
+    pplab/ or the lessons."""
+    sources = [p for d in ("pplab", "notebooks", "tools") for p in (ROOT / d).rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts]
+    stamp = site / "index.html"
+    if not stamp.exists() or stamp.stat().st_mtime < max(p.stat().st_mtime for p in sources):
+        subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), str(site)],
+                       check=True)
+    return site

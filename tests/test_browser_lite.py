@@ -1,0 +1,76 @@
+"""The course with no install: the JupyterLite site (built by tools/build_site.py when missing
+or stale) served on 127.0.0.1, every lesson opened in Debian's Chromium and run top to bottom.
+Asserts no error outputs, every canvas redraws at its sliders' ends (the drawn scene is the
+kernel's), questions answer, no request leaves 127.0.0.1 (Playwright aborts and records any
+other), and progress written by the kernel survives a reload (browser storage). Cells that
+need torch print one line there instead (pplab.env). Latency there: benchmarks/bench_browser.py
+--lite."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import browser_util as B
+from test_browser_lessons import check_lesson
+
+if not Path(B.CHROMIUM).exists():
+    pytest.skip(f"no Chromium at {B.CHROMIUM} (apt-get install chromium to run browser tests)",
+                allow_module_level=True)
+pytest.importorskip("playwright.sync_api")
+pytest.importorskip("pytest_playwright")
+if __import__("shutil").which("npm") is None:
+    pytest.skip("npm is needed to build the JupyterLite site", allow_module_level=True)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    site = B.ensure_site(B.ROOT / "site")
+    with B.static_server(site) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": B.CHROMIUM, "args": B.ARGS}
+
+
+@pytest.fixture
+def local_only(page, site_url):
+    """Abort and record every request that does not go to the site's own server."""
+    outside = []
+
+    def route(r):
+        url = r.request.url
+        if url.startswith(site_url) or url.startswith(("data:", "blob:")):
+            return r.continue_()
+        outside.append(url)
+        return r.abort()
+    page.context.route("**/*", route)
+    yield outside
+    assert not outside, f"requests left 127.0.0.1: {outside[:5]}"
+
+
+@pytest.mark.parametrize("lesson", B.LESSONS, ids=[p.stem for p in B.LESSONS])
+def test_lesson_in_jupyterlite(page, site_url, local_only, lesson):
+    panel = B.open_notebook(page, f"{site_url}/lab/index.html?path={lesson.name}", lesson.name)
+    B.run_all(page)
+    page.wait_for_timeout(500)
+    check_lesson(page, panel, f"lite_{lesson.stem}")
+
+
+PROGRESS_PY = ("import json, pathlib\np = pathlib.Path('.pplab-progress.json')\n"
+               "{}\nprint(p.read_text() if p.exists() else 'missing')")
+
+
+def test_progress_survives_a_reload(page, site_url, local_only):
+    name = B.LESSONS[0].name
+    B.open_notebook(page, f"{site_url}/lab/index.html?path={name}", name)
+    write = PROGRESS_PY.format("p.write_text(json.dumps({'02_bubble': {'quiz-1': True}}))")
+    assert "quiz-1" in B.kernel_exec(page, write)
+    page.wait_for_timeout(1000)
+    page.reload()
+    B.open_notebook(page, f"{site_url}/lab/index.html?path={name}", name)
+    assert "quiz-1" in B.kernel_exec(page, PROGRESS_PY.format(""))

@@ -1,0 +1,138 @@
+"""The browser canvases and the matplotlib drawings show the same picture: both are drawn from
+one pure scene (pplab.scene). Here: the scene holds exactly the timeline's events, the
+matplotlib boxes are the scene's boxes, the memory bars are the scene's values, and every
+canvas hands its SceneView the scene its render function computes. (That the browser drew
+the scene it was sent is checked in tests/test_browser_lessons.py.)"""
+import subprocess
+import sys
+
+import pytest
+
+from pplab import make_schedule, simulate
+from pplab.canvases import interleaved as IL, memory as MW, runs as RU, timeline as T
+from pplab.canvases import zero_bubble as ZB
+from pplab.canvases.base import CANVASES
+from pplab.env import browser_note, in_browser, local_only
+from pplab.memory import memory_report
+from pplab.scene import KIND_COLORS, memory_panel, timeline_boxes, timeline_panel
+
+
+@pytest.fixture
+def tl():
+    return simulate(make_schedule("interleaved", 8, 32, 2))
+
+
+def test_scene_boxes_are_the_timeline_events(tl):
+    boxes = timeline_boxes(tl)
+    assert len(boxes) == len(tl.events) == 8 * 32 * 2 * 2
+    want = sorted((e.rank, e.start - tl.start, e.end - tl.start, e.op.kind) for e in tl.events)
+    assert sorted((r, s, e, k) for r, s, e, _, k in boxes) == want
+    panel = timeline_panel(tl)
+    assert panel["ranks"] == 8 and panel["span"] == pytest.approx(tl.makespan)
+    assert "interleaved P=8 M=32 V=2" in panel["title"]
+
+
+def _patch_boxes(ax):
+    """(kind, x0, x1, rank) of every busy box matplotlib drew (zorder-2 compound paths)."""
+    colour_kind = {v.lower(): k for k, v in KIND_COLORS.items()}
+    out = []
+    for artist in ax.artists + ax.patches:
+        if artist.get_zorder() != 2:
+            continue
+        from matplotlib.colors import to_hex
+        kind = colour_kind[to_hex(artist.get_facecolor())]
+        v = artist.get_path().vertices
+        for i in range(0, len(v), 5):
+            out.append((kind, round(v[i, 0], 9), round(v[i + 2, 0], 9),
+                        int(round(v[i, 1] + 0.4))))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("name,P,M,V", [("interleaved", 8, 32, 2), ("zb-h1", 4, 8, None),
+                                         ("dualpipev", 4, 8, None)])
+def test_matplotlib_draws_the_scene_boxes(name, P, M, V):
+    from pplab.draw import draw_timeline
+    tl = simulate(make_schedule(name, P, M, V))
+    fig = draw_timeline(tl)
+    drawn = _patch_boxes(fig.axes[0])
+    scene = sorted((k, round(s, 9), round(e, 9), r) for r, s, e, _, k in timeline_boxes(tl))
+    assert drawn == scene
+
+
+def test_memory_bars_match_the_scene():
+    from pplab.draw.memory import draw_memory_bars
+    model, cfg = MW.memory_config("llama3-70b", 8, 8, 8, 1, "on", "selective", "1f1b", 32, 1)
+    rep = memory_report(model, cfg)
+    panel = memory_panel(rep, 80e9)
+    fig = draw_memory_bars(rep, 80e9)
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    want = [v for s in panel["series"] for v in s["values"]]
+    assert heights == pytest.approx(want)
+    assert panel["limit"] == 80 and len(panel["labels"]) == 8
+
+
+CANVAS_CASES = [
+    (lambda: T.timeline_canvas("interleaved", 8, 32, 2),
+     lambda: T.render("interleaved", 8, 32, 2, draw="scene")),
+    (lambda: ZB.zero_bubble_canvas(), lambda: ZB.render_zero_bubble(draw="scene")),
+    (lambda: IL.interleaved_canvas(), lambda: IL.render_interleaved(draw="scene")),
+    (lambda: MW.memory_canvas(), lambda: MW.render_memory(
+        "llama3-70b", 8, 1, 8, 0, "on", "selective", "1f1b", 8, 1, 4096, draw="scene")),
+    (lambda: MW.layout_canvas(), lambda: MW.render_layout(draw="scene")),
+    (lambda: MW.fsdp_canvas(), lambda: MW.render_fsdp(draw="scene")),
+    (lambda: MW.recompute_canvas(), lambda: MW.render_recompute(seq=2048, draw="scene")),
+    (lambda: MW.plan_canvas(), lambda: MW.render_plan(seq=4096, draw="scene")),
+    (lambda: RU.balance_canvas(), lambda: RU.render_balance(draw="scene")),
+    (lambda: T.compare_canvas(), lambda: T.render_compare(("gpipe", "1f1b"), 4, 8, draw="scene")),
+    (lambda: T.bubble_curve_canvas(), lambda: T.render_bubble_curve(draw="scene")),
+]
+
+
+@pytest.mark.parametrize("build,render", CANVAS_CASES)
+def test_each_canvas_shows_its_render_scene(build, render):
+    canvas = build()
+    scene, msg = render()
+    assert canvas.view.scene == scene and canvas.last_message == msg and not canvas.errors
+    assert canvas is CANVASES[-1]
+
+
+def test_a_bad_combination_hides_the_picture_and_says_why():
+    c = T.timeline_canvas("dualpipe", 4, 8)
+    c.controls["P"].value = 5
+    assert "even" in c.last_message and c.view.layout.display == "none"
+    c.controls["P"].value = 4
+    assert c.view.layout.display is None and c.view.scene["panels"][0]["ranks"] == 4
+
+
+def test_moving_V_redraws_the_scene():
+    c = T.timeline_canvas("interleaved", 8, 32, 2)
+    before = len(c.view.scene["panels"][0]["boxes"])
+    c.controls["V"].value = 4
+    assert len(c.view.scene["panels"][0]["boxes"]) == 2 * before
+
+
+def test_browser_detection_and_the_one_line_note(monkeypatch, capsys):
+    assert not in_browser() and local_only("pplab run -P 4")
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    assert in_browser() and not local_only("pplab run -P 4")
+    out = capsys.readouterr().out
+    assert out == browser_note("pplab run -P 4") + "\n" and out.count("\n") == 1
+    panel = RU.run_panel()
+    assert panel.last_message.startswith("⏭ skipped in the browser") and not panel.controls
+    assert RU.launch()[1].startswith("⏭ skipped in the browser")
+
+
+def test_scene_and_env_stay_pure():
+    code = ("import sys, pplab.scene, pplab.env; bad = [m for m in ('numpy', 'matplotlib', "
+            "'torch', 'ipywidgets', 'IPython') if m in sys.modules]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_browser_turns_torch_cells_into_one_line(monkeypatch):
+    from pplab.env import skip_torch_cells
+    cell = ["# NBVAL_CHECK_OUTPUT\n", "# local: pplab run -P 2 -M 4\n",
+            "from pplab.runtime import run_schedule\n", "run_schedule('1f1b', P=2, M=4)\n"]
+    (out,) = skip_torch_cells(cell)
+    assert out == f"print({browser_note('pplab run -P 2 -M 4')!r})\n"
+    assert skip_torch_cells(["x = 1\n"]) == ["x = 1\n"]
