@@ -175,4 +175,5 @@ def memory_panel(report, gpu_memory: float | None = 80e9, title: str | None = No
 __all__ = ["KIND_COLORS", "PART_COLORS", "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS",
            "PALETTE", "op_label", "title_line",
            "timeline_boxes", "timeline_panel", "bars_panel", "lines_panel", "line", "scene",
-           "timeline_scene", "levels", "inflight_panel", "peak_bars_panel", "memory_title", "memory_panel"]
+           "timeline_scene", "levels", "inflight_panel", "peak_bars_panel", "memory_title",
+           "memory_panel"]

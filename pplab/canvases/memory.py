@@ -105,7 +105,8 @@ def _fsdp_scene(frames, step: int, layer_b: float, dp: int) -> dict:
     gathered = layer_b * (1 - 1 / dp) / GB
     other = [gathered if i in fr["full"] and i != fr["layer"] else 0.0 for i in range(L)]
     now = [gathered if i == fr["layer"] else 0.0 for i in range(L)]
-    top = bars_panel(range(L), [("own shard (1/N_d)", PART_COLORS["params"], [layer_b / dp / GB] * L),
+    shard = [layer_b / dp / GB] * L
+    top = bars_panel(range(L), [("own shard (1/N_d)", PART_COLORS["params"], shard),
                                 ("gathered, then freed", "#56B4E9", other),
                                 (f"gathered, computing ({fr['phase']})", "#000000", now)],
                      f"step {step}: {fr['phase']} of layer {fr['layer']}, resident parameters "
@@ -113,7 +114,8 @@ def _fsdp_scene(frames, step: int, layer_b: float, dp: int) -> dict:
     res = [(k, f["resident"] / GB) for k, f in enumerate(frames)]
     bottom = lines_panel([line("resident parameters (GB)", PART_COLORS["params"], res, step=True)],
                          "forward (left of the grey line), then backward", "step (one layer each)",
-                         "GB resident", marks=[[step, "#000000", False], [L - 0.5, "#999999", True]])
+                         "GB resident",
+                         marks=[[step, "#000000", False], [L - 0.5, "#999999", True]])
     return scene(top, bottom)
 
 

@@ -151,7 +151,8 @@ def bubble_curve_panel(P: int, Ms=BUBBLE_MS, schedule: str = "1f1b", V: int = 1)
     v = "" if V == 1 else "V·"
     series = [line("÷ ideal: (P−1)/" + ("M" if V == 1 else "(V·M)"), "#D55E00",
                    [(m, b[1]) for m, b in zip(grid, both)]),
-              line(f"÷ total: (P−1)/({v}M+P−1)", "#0072B2", [(m, b[0]) for m, b in zip(grid, both)]),
+              line(f"÷ total: (P−1)/({v}M+P−1)", "#0072B2",
+                   [(m, b[0]) for m, b in zip(grid, both)]),
               line(f"simulated {schedule}, ÷ ideal", "#D55E00", [(m, r) for m, _, r in sim],
                    line=False, marker="o"),
               line(f"simulated {schedule}, ÷ total", "#0072B2", [(m, f) for m, f, _ in sim],

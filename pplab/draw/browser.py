@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ..env import browser_note
 from ..memory.fsdp import fsdp_frames  # noqa: F401
-from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, inflight_panel, memory_panel, bars_panel,
-                     peak_bars_panel, scene, timeline_panel)
+from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, bars_panel, inflight_panel,
+                     memory_panel, peak_bars_panel, scene, timeline_panel)
 
 
 def _view(*panels):

@@ -5,7 +5,8 @@ from ..questions import Option, Question
 
 
 def _slow_last() -> float:
-    return simulate(make_schedule("1f1b", 4, 8), Costs(tf=1, tb=2, stage_scale=[1, 1, 1, 1.3])).makespan
+    costs = Costs(tf=1, tb=2, stage_scale=[1, 1, 1, 1.3])
+    return simulate(make_schedule("1f1b", 4, 8), costs).makespan
 
 
 QUESTIONS = (

@@ -27,7 +27,9 @@ QUESTIONS = (
                  Option("Not exactly: same actions, some in another order", "Not at this "
                         "size: the benchmark prints \"same order\" on both ranks."),
                  Option("No: torch runs other actions", "Both run every F and B once.")),
-        source="a real run", explain="The benchmark compares the orders rank by rank and the gradients with one process."),
+        source="a real run",
+        explain="The benchmark compares the orders rank by rank and the gradients with one "
+                "process."),
     Question(
         "12.q-reshard", "quiz", "choice",
         "FSDP2 with PP and 1F1B, default reshard_after_forward=True. What does it cost?",
