@@ -50,7 +50,6 @@ def test_canvases_present_tagged_and_small(name):
         if c.cell_type == "code" and "_canvas(" in c.source:
             assert "nbval-ignore-output" in c.metadata.get("tags", [])
     assert (ROOT / "notebooks" / name).stat().st_size < 300_000
-    assert nb.cells[1].source.startswith("%matplotlib inline")
 
 
 def test_real_runtime_cell_is_skipped_and_guarded():
