@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "simulate": ("pplab.cli.simulate", "simulate a schedule and print its timeline"),
     "run": ("pplab.cli.run", "run a schedule for real across torchrun processes"),
     "memory": ("pplab.cli.memory", "per-stage memory and communication for TP×PP×DP"),
+    "grade": ("pplab.cli.grade", "autograde a class's notebooks with nbgrader, write a CSV"),
 }
 
 
