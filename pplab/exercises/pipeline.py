@@ -3,6 +3,7 @@ plan per rank, a hand-written 1F1B that runs under torchrun, and a message posti
 cannot hang an in-order transport (NCCL)."""
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Sequence
 
 from ..comm_order import Message, check_in_order, messages
@@ -222,6 +223,17 @@ _POSTING_HINT = ("Hint: give every message one key that all ranks agree on — t
                  "whose key is ≤ the start of op k.")
 
 
+def _students_copy(sched: Schedule):
+    """The schedule as the student's own pplab builds it: a private grading copy's objects
+    never compare equal to the student's, so the student's library calls would fail."""
+    public = importlib.import_module("pplab.ir").Schedule
+    if isinstance(sched, public):
+        return sched
+    return public.from_text(sched.rank_texts(), stage_to_rank=list(sched.stage_to_rank),
+                            num_microbatches=sched.M, name=sched.name, virtual=sched.V,
+                            copies=sched.copies)
+
+
 def _as_message(m, label: str) -> Message:
     """The student's Message, rebuilt as this grader's own (a private copy may grade it)."""
     try:
@@ -242,7 +254,7 @@ def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence],
     for name, P, M, V in cases:
         sched = make_schedule(name, P, M, V)
         label = f"posting_plan({name} P={P} M={M}" + (f" V={V})" if V else ")")
-        plan = _call(posting_plan, sched)
+        plan = _call(posting_plan, _students_copy(sched))
         try:
             plan = [[list(batch) for batch in row] for row in plan]
         except TypeError:

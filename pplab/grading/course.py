@@ -89,9 +89,11 @@ def autograde(root: Path, submitted: Path, student: str, assignment: str, timeou
         proc.communicate()
         return False, f"the notebook did not finish within {timeout:g} s and was stopped"
     text = out.decode(errors="replace")
-    if proc.returncode != 0 or "[AutogradeApp | ERROR]" in text:
+    done = root / "autograded" / student / assignment
+    if proc.returncode != 0 or "error processing" in text or not any(done.glob("*.ipynb")):
         errors = [ln for ln in text.splitlines() if "ERROR" in ln or "Error" in ln]
-        return False, f"nbgrader could not grade it: {(errors or ['exit ' + str(proc.returncode)])[0]}"
+        why = (errors or [f"exit status {proc.returncode}"])[0]
+        return False, f"nbgrader could not grade it: {why}"
     return True, ""
 
 
