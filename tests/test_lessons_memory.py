@@ -3,7 +3,7 @@ outputs, every lesson has its canvas, the optional real run is skipped and guard
 
 Execution is covered by tests/test_notebooks.py (it runs every notebooks/*.ipynb headless and
 sweeps every canvas control inside the kernel) and by strict nbval:
-``pytest --nbval --nbval-current-env notebooks/0[1789]_*.ipynb solutions/03_memory.ipynb``.
+``pytest --nbval --nbval-current-env notebooks/0[1789]_*.ipynb solutions/03_memory``.
 """
 from pathlib import Path
 

@@ -4,7 +4,7 @@ prose relies on, and every real run sits in a ``# NBVAL_SKIP`` cell.
 
 Strict nbval: ``pytest --nbval --nbval-current-env notebooks/00_setup_and_first_run.ipynb
 notebooks/10_real_runs.ipynb notebooks/11_engineering_a_pipeline.ipynb
-solutions/04_real_pipeline.ipynb``.
+solutions/04_real_pipeline``.
 """
 import sys
 from pathlib import Path

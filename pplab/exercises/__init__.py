@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from .bubble import (check_bubble_formulas, check_inflight, check_one_f_one_b_rank,
                      check_text_schedule)
-from .memory import check_layer_activations, check_layout, check_peak_1f1b, check_zero_bytes
+from .derive import check_derived_bubble, check_derived_makespan, check_derived_peak
+from .memory import (Budget, check_layer_activations, check_layout, check_layout_for_budget,
+                     check_peak_1f1b, check_zero_bytes)
+from .puzzles import check_puzzle
 from .pipeline import (check_balanced_partition, check_hand_written_1f1b, check_real_run,
                        check_send_recv_plan)
 from .schedules import (check_fixed_schedule, check_layer_placement, check_p2p_messages,
@@ -23,7 +26,10 @@ __all__ = [
     "check_p2p_messages",
     # exercise 03: memory
     "check_zero_bytes", "check_layer_activations", "check_peak_1f1b", "check_layout",
+    "check_layout_for_budget", "Budget",
     # exercise 04: a real pipeline
     "check_balanced_partition", "check_send_recv_plan", "check_hand_written_1f1b",
     "check_real_run",
+    # exercise 05: puzzles; exercise 08: derivations (06 and 07 live in pplab.runtime.exercises)
+    "check_puzzle", "check_derived_makespan", "check_derived_bubble", "check_derived_peak",
 ]

@@ -9,6 +9,8 @@ from ..ir import Schedule
 from ..registry import make_schedule
 from ..simulate import simulate
 from ..timeline import peak_inflight
+from . import guard
+from .guard import derive_without
 
 #: (P, M) cases the graders use: small, P=1, M<P, M=P, odd sizes, the notebook's own example
 CASES = [(1, 1), (1, 5), (2, 1), (2, 2), (2, 3), (3, 2), (3, 7), (4, 8), (5, 3), (5, 5),
@@ -20,9 +22,12 @@ def _fail(msg: str):
 
 
 def _call(fn, *args):
-    """Call the student's function; an unimplemented stub becomes a clear AssertionError."""
+    """Call the student's function with the grader's library paths blocked; an
+    unimplemented stub becomes a clear AssertionError."""
+    if not callable(fn):
+        _fail(f"expected a function, got {type(fn).__name__}: define it with def")
     try:
-        return fn(*args)
+        return guard.call(fn, *args)
     except NotImplementedError as e:
         raise AssertionError(f"{getattr(fn, '__name__', 'your function')} is not implemented "
                              f"yet ({e}) — replace the `raise NotImplementedError` line") from None
@@ -33,14 +38,15 @@ def _close(a, b) -> bool:
                                                         abs_tol=1e-12)
 
 
+@derive_without("simulate.*", "timeline.*")
 def check_bubble_formulas(bubble_of_total: Callable[[int, int], float],
-                          bubble_of_ideal: Callable[[int, int], float]) -> bool:
+                          bubble_of_ideal: Callable[[int, int], float], cases=CASES) -> bool:
     """Both of the student's formulas must match the simulated GPipe and 1F1B bubble.
 
     ``bubble_of_total(P, M)`` is idle ÷ (P × makespan); ``bubble_of_ideal(P, M)`` is
     idle ÷ busy time. Checked against the simulator (tf=1, tb=2, no communication).
     """
-    for P, M in CASES:
+    for P, M in cases:
         for name in ("gpipe", "1f1b"):
             tl = simulate(make_schedule(name, P, M))
             got_t, got_i = _call(bubble_of_total, P, M), _call(bubble_of_ideal, P, M)
@@ -53,14 +59,16 @@ def check_bubble_formulas(bubble_of_total: Callable[[int, int], float],
                 _fail(f"bubble_of_ideal({P}, {M}) returned {got_i!r}, but the simulated {name} "
                       f"run's idle time is {tl.bubble_ratio:.6f} of its busy time. Hint: divide "
                       "the same idle time by the ideal (busy) time M·(tf+tb) instead.")
-    print(f"bubble formulas: correct on {len(CASES)} (P, M) cases, both gpipe and 1f1b ✓")
+    print(f"bubble formulas: correct on {len(cases)} (P, M) cases, both gpipe and 1f1b ✓")
     return True
 
 
-def check_one_f_one_b_rank(one_f_one_b_rank: Callable[[int, int, int], Sequence[str]]) -> bool:
+@derive_without()
+def check_one_f_one_b_rank(one_f_one_b_rank: Callable[[int, int, int], Sequence[str]],
+                           cases=CASES) -> bool:
     """``one_f_one_b_rank(P, M, rank)`` must give that rank's 1F1B run order as action text."""
     n = 0
-    for P, M in CASES:
+    for P, M in cases:
         ref = make_schedule("1f1b", P, M).rank_texts()
         for r in range(P):
             got = _call(one_f_one_b_rank, P, M, r)
@@ -77,18 +85,20 @@ def check_one_f_one_b_rank(one_f_one_b_rank: Callable[[int, int, int], Sequence[
                       "warm-up forwards, then alternates one forward and one backward, then "
                       "drains the remaining backwards.")
             n += 1
-    print(f"1F1B order: all {n} ranks over {len(CASES)} (P, M) cases match ✓")
+    print(f"1F1B order: all {n} ranks over {len(cases)} (P, M) cases match ✓")
     return True
 
 
+@derive_without("timeline.*")
 def check_inflight(inflight_peak: Callable[[Sequence[str]], int],
-                   peak_1f1b: Callable[[int, int, int], int] | None = None) -> bool:
+                   peak_1f1b: Callable[[int, int, int], int] | None = None,
+                   cases=CASES) -> bool:
     """``inflight_peak(actions)``: peak activations held by one rank running ``actions`` in
     order; ``peak_1f1b(P, M, rank)``: the closed form for 1F1B. Checked on gpipe, 1f1b,
     zb-h1 (split backward: W frees the activation) and interleaved schedules."""
     n = 0
     for name in ("gpipe", "1f1b", "zb-h1", "interleaved"):
-        for P, M in CASES:
+        for P, M in cases:
             try:
                 sched = make_schedule(name, P, M)
             except ValueError:
@@ -104,7 +114,7 @@ def check_inflight(inflight_peak: Callable[[Sequence[str]], int],
                           "backward, frees it; an I frees nothing.")
                 n += 1
     if peak_1f1b is not None:
-        for P, M in CASES:
+        for P, M in cases:
             peaks = peak_inflight(make_schedule("1f1b", P, M))
             for r in range(P):
                 got = _call(peak_1f1b, P, M, r)

@@ -6,7 +6,10 @@ not show and raises ``AssertionError`` naming the case, the expected value and a
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import random
+from dataclasses import dataclass
 
 from ..memory import ParallelConfig, get_preset, layer_activation_bytes, memory_report
 from ..memory.accounting import model_states_bytes
@@ -14,6 +17,7 @@ from ..partition import stage_layers
 from ..registry import make_schedule
 from ..timeline import inflight_profile
 from .bubble import _call, _fail
+from .guard import derive_without
 
 
 def _close(a, b, rel=1e-6) -> bool:
@@ -26,21 +30,22 @@ def _close(a, b, rel=1e-6) -> bool:
 ZERO_CASES = [(7.5e9, 64), (70e9, 64), (70e9 / 64, 8), (1e9, 1), (13e9, 3), (405e9, 512)]
 
 
-def check_zero_bytes(zero_bytes) -> bool:
+@derive_without("memory.accounting.*", "memory.planner.*")
+def check_zero_bytes(zero_bytes, cases=ZERO_CASES) -> bool:
     """``zero_bytes(psi, nd, stage)``: model-state bytes per GPU (params + grads + Adam) for
     mixed-precision Adam (2 + 2 + 12 bytes per parameter), ZeRO stage 0–3 over N_d GPUs."""
     hints = {0: "plain DP keeps all 16 bytes per parameter on every GPU",
              1: "ZeRO-1 shards only the 12 bytes of optimizer states: 4Ψ + 12Ψ/N_d",
              2: "ZeRO-2 shards optimizer states and gradients: 2Ψ + 14Ψ/N_d",
              3: "ZeRO-3 (FSDP) shards everything: 16Ψ/N_d"}
-    for psi, nd in ZERO_CASES:
+    for psi, nd in cases:
         for z in range(4):
             want = sum(model_states_bytes(psi, nd, z))
             got = _call(zero_bytes, psi, nd, z)
             if not _close(got, want):
                 _fail(f"zero_bytes(psi={psi:g}, nd={nd}, stage={z}) returned {got!r}, expected "
                       f"{want:.6g} bytes ({want / 1e9:.3f} GB). Hint: {hints[z]}.")
-    print(f"✓ zero_bytes matches the ZeRO paper on {len(ZERO_CASES) * 4} cases "
+    print(f"✓ zero_bytes matches the ZeRO paper on {len(cases) * 4} cases "
           f"(7.5B on 64 GPUs: 120 → 31.4 → 16.6 → 1.9 GB)")
     return True
 
@@ -49,10 +54,11 @@ ACT_CASES = [(2048, 1, 12288, 96), (4096, 1, 8192, 64), (8192, 2, 4096, 32), (10
              (32, 2, 64, 4)]
 
 
-def check_layer_activations(act_bytes) -> bool:
+@derive_without("memory.activations.*", "memory.planner.*")
+def check_layer_activations(act_bytes, cases=ACT_CASES) -> bool:
     """``act_bytes(s, b, h, a, t, sp, recompute)``: Korthikanti Table 2 bytes for one layer."""
     n = 0
-    for s, b, h, a in ACT_CASES:
+    for s, b, h, a in cases:
         for t in (1, 2, 4, 8):
             if a % t:
                 continue
@@ -87,11 +93,12 @@ def expected_1f1b_peak(P, M, r, layers, per_layer) -> float:
     return max(inflight_profile(sch.ranks[r], w), default=0.0)
 
 
-def check_peak_1f1b(peak_bytes) -> bool:
+@derive_without("timeline.*", "partition.*", "memory.*")
+def check_peak_1f1b(peak_bytes, cases=PEAK_CASES) -> bool:
     """``peak_bytes(P, M, r, layers, per_layer)``: peak activation bytes on rank r under 1F1B,
     layers split as evenly as possible with the remainder on the first ranks."""
     per_layer = 1e9
-    for P, M, L in PEAK_CASES:
+    for P, M, L in cases:
         for r in range(P):
             want = expected_1f1b_peak(P, M, r, L, per_layer)
             got = _call(peak_bytes, P, M, r, L, per_layer)
@@ -103,7 +110,7 @@ def check_peak_1f1b(peak_bytes) -> bool:
                       f"starts P − r forwards before its first backward returns, and never more "
                       f"than M; with {L} layers on {P} ranks the first {L % P} ranks get one "
                       f"extra layer.")
-    print(f"✓ peak_bytes matches the schedule's run order on {sum(c[0] for c in PEAK_CASES)} "
+    print(f"✓ peak_bytes matches the schedule's run order on {sum(c[0] for c in cases)} "
           f"ranks (including M < P and uneven layer splits)")
     return True
 
@@ -114,10 +121,7 @@ def check_layout(cfg, preset: str = "llama3-70b", seq: int = 4096, gpus: int = 6
     sequences per step (DP × M × b), fit in ``gpu_memory`` on every rank, and have an
     estimated step time (``pplab.memory.planner.estimate``) under ``target_s``."""
     from ..memory.planner import Hardware, estimate
-    if not isinstance(cfg, ParallelConfig):
-        _fail(f"expected a ParallelConfig, got {type(cfg).__name__}: build one like "
-              f"ParallelConfig(tp=.., pp=.., dp=.., zero=.., sp=.., recompute=.., "
-              f"microbatches=.., schedule=..)")
+    cfg = _as_config(cfg)
     model = get_preset(preset).with_(seq=seq)
     if cfg.num_gpus != gpus:
         _fail(f"TP×PP×DP = {cfg.tp}×{cfg.pp}×{cfg.dp} = {cfg.num_gpus} GPUs, but the budget is "
@@ -150,5 +154,75 @@ def check_layout(cfg, preset: str = "llama3-70b", seq: int = 4096, gpus: int = 6
     return True
 
 
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a layout must fit: a model preset, GPUs, memory per GPU, sequences per step."""
+    preset: str = "llama3-70b"
+    gpus: int = 64
+    gpu_memory: float = 80e9
+    global_batch: int = 512
+    seq: int = 4096
+
+
+#: budgets a grading run draws from (8 GPUs per node throughout)
+BUDGET_MENU = [("llama3-8b", 16, 40e9), ("llama3-8b", 32, 80e9), ("llama3-8b", 8, 80e9),
+               ("llama3-70b", 32, 80e9), ("llama3-70b", 64, 80e9), ("llama3-70b", 128, 80e9)]
+#: the bound is this much slower than the best layout a restricted planner search finds
+BOUND_SLACK = 1.25
+
+
+def draw_budget(seed: int | None) -> Budget:
+    """The visible budget for ``None``; otherwise one drawn from ``BUDGET_MENU``."""
+    if seed is None:
+        return Budget()
+    rng = random.Random(seed)
+    preset, gpus, mem = rng.choice(BUDGET_MENU)
+    return Budget(preset, gpus, mem, gpus * rng.choice([4, 8]), rng.choice([2048, 4096]))
+
+
+def step_bound(budget: Budget) -> float:
+    """The planner's best step time (1F1B or ZB-V, ZeRO-1/2, selective recomputation with
+    SP) times ``BOUND_SLACK``: beatable by a sensible layout, not by a guess."""
+    from ..memory.planner import Hardware, plan
+    best = plan(get_preset(budget.preset).with_(seq=budget.seq), budget.gpus,
+                Hardware(memory=budget.gpu_memory), global_batch=budget.global_batch,
+                schedules=("1f1b", "zbv"), zero_stages=(1, 2), recompute=("selective",),
+                virtual=(2,))[0]
+    if not best.feasible:
+        raise ValueError(f"no layout fits {budget}; the budget menu is wrong")
+    return best.step_time * BOUND_SLACK
+
+
+def _as_config(cfg) -> ParallelConfig:
+    """The student's ParallelConfig, rebuilt as this module's own class."""
+    if isinstance(cfg, ParallelConfig):
+        return cfg
+    try:
+        return ParallelConfig(**dataclasses.asdict(cfg))
+    except TypeError:
+        _fail(f"expected a ParallelConfig, got {type(cfg).__name__}: build one like "
+              "ParallelConfig(tp=.., pp=.., dp=.., zero=.., sp=.., recompute=.., "
+              "microbatches=.., schedule=..)")
+
+
+@derive_without("memory.planner.plan", "memory.planner.timed_plan",
+                "exercises.memory.step_bound")
+def check_layout_for_budget(choose_layout, cases=(None,)) -> bool:
+    """``choose_layout(budget)`` returns a ParallelConfig for a :class:`Budget`; it must fit
+    and beat :func:`step_bound`. Hidden cases are budgets drawn at grading time."""
+    for seed in cases:
+        budget = draw_budget(seed)
+        bound = step_bound(budget)
+        cfg = _as_config(_call(choose_layout, budget))
+        try:
+            check_layout(cfg, budget.preset, budget.seq, budget.gpus, budget.global_batch,
+                         bound, budget.gpu_memory)
+        except AssertionError as e:
+            _fail(f"for {budget}: {e}")
+    return True
+
+
 __all__ = ["check_zero_bytes", "check_layer_activations", "check_peak_1f1b", "check_layout",
-           "expected_1f1b_peak"]
+           "check_layout_for_budget", "Budget", "draw_budget", "step_bound", "expected_1f1b_peak"]

@@ -3,6 +3,7 @@ plan per rank, a hand-written 1F1B that runs under torchrun, and a message posti
 cannot hang an in-order transport (NCCL)."""
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Sequence
 
 from ..lower import Message, check_in_order, messages
@@ -10,6 +11,7 @@ from ..ir import Schedule, parse_op
 from ..partition import balanced_split
 from ..registry import make_schedule
 from .bubble import _call, _fail
+from .guard import derive_without
 
 #: (layer costs, parts): uniform, heavy embedding / head, one giant layer, parts = layers,
 #: a single part, odd sizes, the notebook's own example
@@ -66,11 +68,13 @@ def _ranges(parts, n: int, k: int, label: str) -> list[tuple[int, int]]:
     return out
 
 
+@derive_without("partition.*")
 def check_balanced_partition(
-        balanced_partition: Callable[[Sequence[float], int], Sequence]) -> bool:
+        balanced_partition: Callable[[Sequence[float], int], Sequence],
+        cases=PARTITION_CASES) -> bool:
     """``balanced_partition(costs, parts)``: contiguous, non-empty parts covering every layer,
     whose most expensive part costs no more than :func:`pplab.partition.balanced_split`'s."""
-    for costs, k in PARTITION_CASES:
+    for costs, k in cases:
         label = f"balanced_partition({costs}, {k})"
         got = _ranges(_call(balanced_partition, list(costs), k), len(costs), k, label)
         want = balanced_split(costs, k)
@@ -84,7 +88,7 @@ def check_balanced_partition(
                   "smallest possible max-stage cost of putting the first j layers on k stages "
                   "= min over i of max(best[k−1][i], cost of layers i..j−1); a greedy "
                   "'fill each stage up to total/k' misses cases like a heavy last layer.")
-    print(f"balanced partition: optimal on {len(PARTITION_CASES)} hidden cases ✓")
+    print(f"balanced partition: optimal on {len(cases)} cases ✓")
     return True
 
 
@@ -117,11 +121,13 @@ def _norm(x):
         return ("bad", repr(x))
 
 
-def check_send_recv_plan(send_recv_plan: Callable[[int, int, int], Sequence]) -> bool:
+@derive_without()
+def check_send_recv_plan(send_recv_plan: Callable[[int, int, int], Sequence],
+                         cases=PLAN_CASES) -> bool:
     """``send_recv_plan(P, M, r)``: for each op of rank r's 1F1B order, ``(op, recv, send)``
     where recv/send is ``(peer, "act"|"grad", microbatch)`` or ``None``."""
     n = 0
-    for P, M in PLAN_CASES:
+    for P, M in cases:
         for r in range(P):
             want = reference_plan(P, M, r)
             label = f"send_recv_plan(P={P}, M={M}, r={r})"
@@ -150,7 +156,7 @@ def check_send_recv_plan(send_recv_plan: Callable[[int, int, int], Sequence]) ->
                 _fail(f"{label}, op {i} ({op}): your {which} is {gv!r}, expected {wv!r}. "
                       f"Hint: {hint}.")
             n += 1
-    print(f"1F1B send/recv plan: every op of {n} ranks over {len(PLAN_CASES)} (P, M) cases ✓")
+    print(f"1F1B send/recv plan: every op of {n} ranks over {len(cases)} (P, M) cases ✓")
     return True
 
 
@@ -218,16 +224,38 @@ _POSTING_HINT = ("Hint: give every message one key that all ranks agree on — t
                  "whose key is ≤ the start of op k.")
 
 
-def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence]) -> bool:
+def _students_copy(sched: Schedule):
+    """The schedule as the student's own pplab builds it: a private grading copy's objects
+    never compare equal to the student's, so the student's library calls would fail."""
+    public = importlib.import_module("pplab.ir").Schedule
+    if isinstance(sched, public):
+        return sched
+    return public.from_text(sched.rank_texts(), stage_to_rank=list(sched.stage_to_rank),
+                            num_microbatches=sched.M, name=sched.name, virtual=sched.V,
+                            copies=sched.copies)
+
+
+def _as_message(m, label: str) -> Message:
+    """The student's Message, rebuilt as this grader's own (a private copy may grade it)."""
+    try:
+        return Message(*(getattr(m, f) for f in ("kind", "stage", "microbatch", "src", "dst")))
+    except AttributeError:
+        _fail(f"{label}: {m!r} is not a Message; use the Messages from "
+              "pplab.comm_order.messages(sched)")
+
+
+@derive_without("comm_order.in_order_plan")
+def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence],
+                        cases=POSTING_CASES) -> bool:
     """``posting_plan(sched)``: for every rank r, a list of ``len(sched.ranks[r]) + 1`` lists of
     Messages — what r posts before each op, and after its last. Accepted when each message is
     posted once by its sender and once by its receiver and the plan completes on the strictest
     in-order transport (:func:`pplab.comm_order.check_in_order`)."""
     from ..simulate import DeadlockError
-    for name, P, M, V in POSTING_CASES:
+    for name, P, M, V in cases:
         sched = make_schedule(name, P, M, V)
         label = f"posting_plan({name} P={P} M={M}" + (f" V={V})" if V else ")")
-        plan = _call(posting_plan, sched)
+        plan = _call(posting_plan, _students_copy(sched))
         try:
             plan = [[list(batch) for batch in row] for row in plan]
         except TypeError:
@@ -240,10 +268,8 @@ def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence]) -> bool:
                 _fail(f"{label}: rank {r} has {len(plan[r])} batches; it runs "
                       f"{len(sched.ranks[r])} ops, so it needs {len(sched.ranks[r]) + 1} "
                       "(one before each op, one after the last)")
+            plan[r] = [[_as_message(m, label) for m in batch] for batch in plan[r]]
             posted = [m for batch in plan[r] for m in batch]
-            if any(not isinstance(m, Message) for m in posted):
-                _fail(f"{label}: rank {r} posts something that is not a Message; use the "
-                      "Messages from pplab.comm_order.messages(sched)")
             want = {m for m, _, _ in messages(sched) if r in (m.src, m.dst)}
             if sorted(posted) != sorted(want):
                 extra = [str(m) for m in posted if m not in want or posted.count(m) > 1]
@@ -257,7 +283,7 @@ def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence]) -> bool:
                   + _POSTING_HINT)
         except ValueError as e:
             _fail(f"{label}: {e}. " + _POSTING_HINT)
-    print(f"posting order: completes on an in-order transport for all {len(POSTING_CASES)} "
+    print(f"posting order: completes on an in-order transport for all {len(cases)} "
           "schedules ✓")
     return True
 

@@ -10,6 +10,7 @@ from ..registry import make_schedule
 from ..simulate import Costs, simulate
 from ..timeline import peak_inflight
 from .bubble import _call, _fail, student_schedule
+from .guard import derive_without
 
 #: (L, P, V) cases for layer placement: remainders, V=1, P=1, the notebook's own example
 PLACEMENT_CASES = [(32, 4, 2), (8, 1, 2), (12, 3, 1), (10, 2, 2), (30, 4, 2), (24, 4, 3),
@@ -27,12 +28,14 @@ def _reference_layers(L: int, P: int, V: int, r: int) -> list[int]:
     return sorted(x for s in sched.stages_of_rank(r) for x in ranges[s])
 
 
-def check_layer_placement(layers_on_rank: Callable[[int, int, int, int], Sequence[int]]) -> bool:
+@derive_without("partition.*")
+def check_layer_placement(layers_on_rank: Callable[[int, int, int, int], Sequence[int]],
+                          cases=PLACEMENT_CASES) -> bool:
     """``layers_on_rank(L, P, V, r)``: the layers rank r holds when L layers are cut into P·V
     stages (even split, remainder to the first stages) placed round-robin, stage s on rank
     s mod P. Checked against :func:`pplab.partition.stage_layers`."""
     n = 0
-    for L, P, V in PLACEMENT_CASES:
+    for L, P, V in cases:
         for r in range(P):
             want = _reference_layers(L, P, V, r)
             got = _call(layers_on_rank, L, P, V, r)
@@ -53,7 +56,7 @@ def check_layer_placement(layers_on_rank: Callable[[int, int, int, int], Sequenc
                 _fail(f"layers_on_rank(L={L}, P={P}, V={V}, r={r}) returned {got}, expected "
                       f"{want} (missing {missing}, not on this rank {extra}). {hint}")
             n += 1
-    print(f"interleaved placement: {n} ranks over {len(PLACEMENT_CASES)} (L, P, V) cases ✓")
+    print(f"interleaved placement: {n} ranks over {len(cases)} (L, P, V) cases ✓")
     return True
 
 
@@ -116,10 +119,12 @@ def count_p2p(P: int, M: int, V: int) -> int:
     return p2p_messages(make_schedule("interleaved", P, M, V))
 
 
-def check_p2p_messages(p2p_messages: Callable[[int, int, int], int]) -> bool:
+@derive_without("comm_order.*")
+def check_p2p_messages(p2p_messages: Callable[[int, int, int], int],
+                       cases=P2P_CASES) -> bool:
     """``p2p_messages(P, M, V)``: point-to-point messages (activations forward, gradients
     backward) one step of interleaved 1F1B sends in total; V = 1 is 1F1B."""
-    for P, M, V in P2P_CASES:
+    for P, M, V in cases:
         want = count_p2p(P, M, V)
         got = _call(p2p_messages, P, M, V)
         if got != want:
@@ -128,7 +133,7 @@ def check_p2p_messages(p2p_messages: Callable[[int, int, int], int]) -> bool:
                   "the way forward and the same number on the way back, and every boundary "
                   "is between two different ranks when P > 1; with P = 1 nothing leaves the "
                   "rank.")
-    print(f"message counts: {len(P2P_CASES)} (P, M, V) cases match the schedules ✓")
+    print(f"message counts: {len(cases)} (P, M, V) cases match the schedules ✓")
     return True
 
 
