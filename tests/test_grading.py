@@ -100,7 +100,7 @@ def test_puzzle_has_an_answer_that_no_builtin_schedule_reaches(name):
     puzzle = PUZZLES[name]
     assert check_puzzle(ANSWERS[name], name)
     results = builtin_scores(name)
-    assert len(results) >= 10
+    assert results, "no registry schedule shares this placement: nothing to compare"
     for schedule, V, makespan, peak in results:
         assert makespan > puzzle.max_makespan + 1e-9 or peak > puzzle.max_peak + 1e-9, \
             (schedule, V, makespan, peak)

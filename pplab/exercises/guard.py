@@ -19,7 +19,8 @@ from contextlib import contextmanager
 #: own reference helpers (the answer key)
 ALWAYS = (
     "registry.make_schedule", "schedules.classic.*", "schedules.interleaved.*",
-    "schedules.zero_bubble.*", "schedules.dualpipe.*", "closed_forms.*",
+    "schedules.zero_bubble.*", "schedules.dualpipe.*", "schedules.interleaved_zb.*",
+    "schedules.controllable.*", "schedules.greedy.*", "search.*", "closed_forms.*",
     "exercises.pipeline.reference_plan", "exercises.pipeline.steady_state_pairs",
     "exercises.memory.expected_1f1b_peak", "exercises.schedules.count_p2p",
     "exercises.schedules._reference_layers", "exercises.derive.reference_*",

@@ -43,7 +43,7 @@ PUZZLES = {
         "with only B (no split) and at most 2 microbatches alive, a rank must finish a "
         "backward before its third forward; alternate F and B as early as possible"),
     "zbv-by-hand": Puzzle(
-        "ZB-V by hand, with less memory", 4, 8, (0, 1, 2, 3, 3, 2, 1, 0), 28.5, 3.0,
+        "ZB-V by hand, with less memory", 4, 8, (0, 1, 2, 3, 3, 2, 1, 0), 27.5, 3.0,
         "each microbatch goes down the V (stages 0→3 on ranks 0→3) and back up (4→7 on "
         "ranks 3→0); a chunk is half a rank's layers, so 6 chunks alive = 3 stage-"
         "equivalents; start fewer microbatches than ZB-V and fill gaps with W"),
@@ -96,8 +96,9 @@ def check_puzzle(rows, name: str) -> bool:
 
 
 def builtin_scores(name: str, max_V: int = 4) -> list[tuple[str, int | None, float, float]]:
-    """Every registry schedule (every V it accepts up to ``max_V``) at the puzzle's P and M:
-    (name, V, makespan, peak) — what a student would get by calling the library."""
+    """Every registry schedule (every V it accepts up to ``max_V``) at the puzzle's P and M
+    that places its stages as the puzzle does (only those could be handed in as an answer):
+    (name, V, makespan, peak) — what a student would get by copying the library."""
     puzzle = PUZZLES[name]
     out = []
     for spec in SPECS:
@@ -106,7 +107,9 @@ def builtin_scores(name: str, max_V: int = 4) -> list[tuple[str, int | None, flo
                 sched = make_schedule(spec.name, puzzle.P, puzzle.M, V)
             except ValueError:
                 continue
-            out.append((spec.name, V, *score(sched)))
+            if tuple(sched.stage_to_rank) == tuple(puzzle.placement) \
+                    and sched.copies == puzzle.copies:
+                out.append((spec.name, V, *score(sched)))
     return out
 
 
