@@ -1,0 +1,90 @@
+"""Lesson 13: schedules for a memory budget (the V family, search under a cap, DualPipe's F&B)."""
+from ...registry import make_schedule
+from ...timeline import peak_inflight
+from ..measure import timeline
+from ..questions import Option, Question
+
+_COSTS = dict(tf=1, tb=2, tw=1)
+
+
+def peak_share_pct(name: str, P: int, M: int) -> float:
+    """A schedule's peak activations (stage-equivalents, worst rank) as % of 1F1B's."""
+    def peak(n):
+        return max(peak_inflight(make_schedule(n, P, M), stage_equivalents=True))
+    return 100 * peak(name) / peak("1f1b")
+
+
+def searched_makespan(P: int, M: int, cap: int) -> float:
+    """What ``pplab.search`` finds under a cap of ``cap`` microbatches per rank."""
+    from ...search import search
+    from ...simulate import Costs
+    return search(P, M, 1, Costs(**_COSTS), cap=cap, budget_s=0.3).makespan
+
+
+QUESTIONS = (
+    Question(
+        "13.vhalf-peak", "predict", "number",
+        "P = 8, M = 32, tf = 1, tb = 2, tw = 1. V-Half's peak activations on its worst rank, as "
+        "a % of 1F1B's peak (both in stage-equivalents)?",
+        answer=lambda: peak_share_pct("v-half", 8, 32), unit="%",
+        traps=((50.0, "Half is the paper's round name; pplab's V-Half holds one "
+                      "stage-equivalent more than an exact half."),
+               (100.0, "That is V-ZB (and ZB-V): the V placement alone does not save memory."),
+               (33.3, "About a third is the paper's target for V-Min, not V-Half.")),
+        explain="Peaks are counted in stage-equivalents: a V chunk is half a stage, so V-Half's "
+                "peak is a whole number of half-stages over 1F1B's P."),
+    Question(
+        "13.search-cap2", "predict", "number",
+        "P = 4, M = 8, tf = 1, tb = 2, tw = 1, and a cap of K = 2 microbatches per rank: only "
+        "`naive` (makespan 96) fits among the built-ins. What makespan will the search find?",
+        answer=lambda: searched_makespan(4, 8, 2), tol=0.0,
+        traps=((96, "The search starts from every built-in that fits, then improves on it: "
+                    "it does much better than naive."),
+               (27, "27 is ZB-H1, which needs 4 microbatches per rank; K = 2 forbids its "
+                    "warm-up.")),
+        explain="With two microbatches per rank each rank still overlaps a forward with a "
+                "backward; the fill is what the cap takes away."),
+    Question(
+        "13.search-vs-zbh1", "predict", "choice",
+        "Same costs, but K = 4: ZB-H1 fits (peak 4 per rank, makespan 27). The search's best "
+        "schedule is…",
+        options=(Option("shorter than ZB-H1", "Under this cap ZB-H1 already sits at its "
+                        "(P−1)(tf + tb − 2tw) bound; single-op moves find nothing shorter."),
+                 Option("as long as ZB-H1: it ties", "The search includes every built-in that "
+                        "fits, so it cannot lose, and here it finds nothing better.", True),
+                 Option("longer than ZB-H1", "Impossible: ZB-H1 fits K = 4 and is one of the "
+                        "search's seeds.")),
+        explain="The reveal cell runs the search at K = 4 next to ZB-H1."),
+    Question(
+        "13.dualpipe-tfb", "predict", "number",
+        "DualPipe at P = 4, M = 16, tf = 1, tb = 2, tw = 1. With a real overlap (tfb = 2) its "
+        "makespan is 38; ZB-H1's is 51. What is DualPipe's makespan when the pair does not "
+        "overlap at all (tfb = tf + tb = 3)?",
+        answer=lambda: timeline("dualpipe", 4, 16, tfb=3.0, **_COSTS).makespan, tol=0.0,
+        traps=((38, "38 assumes the overlap: every F&B pair now costs 3, not 2."),
+               (51, "Close, but DualPipe's bidirectional fill still saves a little over ZB-H1."),
+               (57, "57 is 1F1B: DualPipe keeps its split backward and its two directions.")),
+        explain="Without the overlap DualPipe keeps about one time unit over ZB-H1, for twice "
+                "the parameters."),
+    Question(
+        "13.q-half-budget", "quiz", "choice",
+        "P = 8: you can afford half of 1F1B's peak activations per rank. Which built-in fits "
+        "with the smallest bubble?",
+        options=(Option("V-Half", "Measured in section 1: pplab's V-Half needs more than half "
+                        "(a little over 60%)."),
+                 Option("V-Min", "Its peak is exactly half of 1F1B's; it pays with the largest "
+                        "bubble of the V family.", True),
+                 Option("ZB-H1", "ZB-H1 holds as much as 1F1B's first rank, on every rank."),
+                 Option("naive", "It fits, but runs one microbatch at a time through the "
+                        "whole pipeline: its bubble is far larger."))),
+    Question(
+        "13.q-overlap", "quiz", "choice",
+        "What must be true for DualPipe's overlapped F&B pair to cost less than tf + tb?",
+        options=(Option("The two kernels share the GPU without slowing each other (e.g. SMs "
+                        "set aside for communication)", "DeepSeek-V3 gives 20 of 132 SMs to "
+                        "communication for this.", True),
+                 Option("M must be a multiple of P", "That is a shape rule for the schedule; "
+                        "it does not make two kernels overlap."),
+                 Option("Nothing: the simulator proves the overlap", "The simulator only "
+                        "charges the tfb you give it; the overlap is an assumption."))),
+)
