@@ -22,7 +22,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from pplab.runtime.torch_bridge import TORCH_CLASSES  # noqa: E402
+from pplab.registry import TORCH_CLASSES  # noqa: E402
 
 
 def torch_worker(job_path: str) -> None:

@@ -104,6 +104,12 @@ SPECS: tuple[ScheduleSpec, ...] = (
 )
 
 REGISTRY: dict[str, ScheduleSpec] = {s.name: s for s in SPECS}
+#: the torch.distributed.pipelining class that runs the same order (lesson 12); torch's
+#: zero-bubble class with one stage per rank is ZB-H1's order
+TORCH_CLASSES: dict[str, str] = {
+    "gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved": "ScheduleInterleaved1F1B",
+    "bfs": "ScheduleLoopedBFS", "zb-h1": "ScheduleInterleavedZeroBubble",
+    "zbv": "ScheduleZBVZeroBubble", "dualpipev": "ScheduleDualPipeV"}
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 _ALIASES = {a: s.name for s in SPECS for a in s.aliases}
 
@@ -148,5 +154,5 @@ def excess_closed_form(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=No
     return s.excess(P, M, V, tf, tb, tw, tfb), s.excess_note
 
 
-__all__ = ["ScheduleSpec", "SPECS", "REGISTRY", "NAMES", "spec", "default_V", "names",
+__all__ = ["ScheduleSpec", "SPECS", "REGISTRY", "TORCH_CLASSES", "NAMES", "spec", "default_V", "names",
            "make_schedule", "excess_closed_form"]

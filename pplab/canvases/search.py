@@ -1,6 +1,7 @@
 """Lesson 13: move the activation cap, watch the searched schedule (and its bubble) change."""
 from __future__ import annotations
 
+from ..scene import timeline_scene
 from ..search import search
 from ..simulate import Costs
 from .base import Canvas, build_canvas, int_slider, summary
@@ -11,7 +12,8 @@ SEARCH_BUDGET_S = 0.2
 def render_search(P: int = 4, M: int = 8, V: int = 1, cap: int = 4, tf=1.0, tb=2.0, tw=1.0,
                   budget_s: float = SEARCH_BUDGET_S, draw: bool = True):
     """Search under ``cap`` and draw the result; the message names the best built-in that
-    fits the same cap. Returns ``(Figure or None, message)``; bad input is a message."""
+    fits the same cap. Returns ``(Figure or None, message)``; bad input is a message;
+    ``draw="scene"`` returns the scene the browser canvas draws."""
     try:
         r = search(int(P), int(M), int(V), Costs(tf=float(tf), tb=float(tb), tw=float(tw)),
                    int(cap), budget_s=float(budget_s))
@@ -24,6 +26,8 @@ def render_search(P: int = 4, M: int = 8, V: int = 1, cap: int = 4, tf=1.0, tb=2
     msg = f"found {r.makespan:.4g} (grown from {r.seed}); {bar}\n{summary(r.timeline)}"
     if not draw:
         return None, msg
+    if draw == "scene":                   # what the browser canvas draws
+        return timeline_scene(r.timeline), msg
     from ..draw import draw_timeline
     return draw_timeline(r.timeline), msg
 
@@ -34,4 +38,4 @@ def search_canvas(P: int = 4, M: int = 8, V: int = 1, cap: int = 4) -> Canvas:
                 "V": int_slider("V", V, (1, 2)), "cap": int_slider("cap", cap, (1, 16))}
     import ipywidgets as w
     rows = [w.HBox([controls["P"], controls["M"]]), w.HBox([controls["V"], controls["cap"]])]
-    return build_canvas(render_search, controls, rows, {})
+    return build_canvas(render_search, controls, rows, {"draw": "scene"})

@@ -11,10 +11,6 @@ import tempfile
 from contextlib import contextmanager
 
 #: pplab's schedule name → the torch.distributed.pipelining class that runs the same idea
-TORCH_CLASSES = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B",
-                 "interleaved": "ScheduleInterleaved1F1B", "bfs": "ScheduleLoopedBFS",
-                 "zb-h1": "ScheduleInterleavedZeroBubble", "zbv": "ScheduleZBVZeroBubble",
-                 "dualpipev": "ScheduleDualPipeV"}
 
 
 @contextmanager
