@@ -81,8 +81,9 @@ def figure_src(canvas):
 
 
 def test_timeline_canvas_in_a_real_browser(page, lab):
-    panel = open_and_run(page, lab, "02_bubble.ipynb")
-    # The timeline canvas is the first widget box that has a 'schedule' dropdown and a P slider.
+    panel = open_and_run(page, lab, "04_1f1b.ipynb")
+    # The GPipe-vs-1F1B canvas is the first widget box with a schedule dropdown and a P slider
+    # (lesson 02's canvas offers only naive and GPipe).
     canvas = panel.locator(".widget-vbox", has=page.locator(".widget-dropdown")).first
     canvas.scroll_into_view_if_needed()
     p_handle = slider(canvas, "P").locator(".noUi-handle")
@@ -113,8 +114,8 @@ def test_timeline_canvas_in_a_real_browser(page, lab):
     assert figure_src(canvas) is not None
 
     state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
-                          "c = [x for x in C if 'schedule' in x.controls][0]\n"
-                          "print(c.controls['schedule'].value, c.controls['P'].value, c.errors)")
+                          "c = [x for x in C if 'a' in x.controls][0]\n"
+                          "print(c.controls['a'].value, c.controls['P'].value, c.errors)")
     assert state.split() == ["dualpipe", "4", "[]"]
 
 
