@@ -28,7 +28,8 @@ def render_zero_bubble(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, 
     excess = tl.makespan - busy
     form, note = excess_closed_form(schedule, P, M, tf, tb, tw, tfb)
     eq = peak_inflight(sched, stage_equivalents=True)
-    msg = (f"{summary(tl)}\nmakespan − M·(tf+tb) = {excess:.4g}; closed form {form:.4g} — "
+    shown = "none" if form is None else f"{form:.4g}"     # not every schedule has one
+    msg = (f"{summary(tl)}\nmakespan − M·(tf+tb) = {excess:.4g}; closed form {shown} — "
            f"{note}\nactivations held (stage-equivalents) {[round(x, 2) for x in eq]}; "
            f"parameter copies per rank {sched.copies}")
     if schedule in ("1f1b", "zb-h1", "zb-h2") and float(tfb) != float(tf) + float(tb):
