@@ -154,5 +154,5 @@ def excess_closed_form(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=No
     return s.excess(P, M, V, tf, tb, tw, tfb), s.excess_note
 
 
-__all__ = ["ScheduleSpec", "SPECS", "REGISTRY", "TORCH_CLASSES", "NAMES", "spec", "default_V", "names",
-           "make_schedule", "excess_closed_form"]
+__all__ = ["ScheduleSpec", "SPECS", "REGISTRY", "TORCH_CLASSES", "NAMES", "spec", "default_V",
+           "names", "make_schedule", "excess_closed_form"]

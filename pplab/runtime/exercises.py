@@ -40,7 +40,8 @@ def reference_grads(seed: int, dims, batch) -> tuple[float, list[dict]]:
     x, y = make_data(seed, batch, dims)
     loss = nn.functional.mse_loss(stages[1](stages[0](x)), y)
     loss.backward()
-    return float(loss.detach()), [{n: p.grad.clone() for n, p in s.named_parameters()} for s in stages]
+    grads = [{n: p.grad.clone() for n, p in s.named_parameters()} for s in stages]
+    return float(loss.detach()), grads
 
 
 def _source(fn, name: str) -> str:
