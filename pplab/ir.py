@@ -207,12 +207,17 @@ class Schedule:
         """The action on a neighbouring stage whose output ``action`` consumes, or None (a
         copy's first forward, its last backward, any W). The one place that answers "who
         makes my input": the simulator, the lowering and the worker all ask here."""
-        s, mb = action.stage, action.microbatch
-        if action.kind == "F":
-            return None if self.is_first(s) else Action(s - 1, "F", mb)
-        if action.kind == "W" or self.is_last(s):
+        key = self.input_key(action.stage, action.kind, action.microbatch)
+        return None if key is None else Action(*key)
+
+    def input_key(self, stage: int, kind: str, microbatch: int) -> tuple | None:
+        """``input_of`` as a plain ``(stage, kind, microbatch)`` tuple: the simulator asks
+        for every action, and tuples are quicker to build and hash than actions."""
+        if kind == "F":
+            return None if self.is_first(stage) else (stage - 1, "F", microbatch)
+        if kind == "W" or self.is_last(stage):
             return None
-        return Action(s + 1, self._backward_kind.get((s + 1, mb), "B"), mb)
+        return (stage + 1, self._backward_kind.get((stage + 1, microbatch), "B"), microbatch)
 
     @property
     def num_actions(self) -> int:

@@ -52,23 +52,80 @@ class Costs:
                 "FB": self.overlapped}[kind]
 
     def duration(self, schedule: Schedule, op: Op) -> float:
-        stage = op.parts[-1].stage if op.kind == "FB" else op.stage
-        scale = schedule.chunk_fraction(stage)
-        if self.stage_scale is not None:
-            if op.kind == "FB":
-                scale *= max(self.stage_scale[a.stage] for a in op.parts)
-            else:
-                scale *= self.stage_scale[stage]
-        return self.base(op.kind) * scale + self.fixed
+        return self.duration_fn(schedule)(op)
+
+    def duration_fn(self, schedule: Schedule) -> Callable[[Op], float]:
+        """``duration(op)`` for this schedule, with the per-stage scales and per-kind bases
+        worked out once (the simulator asks for every op)."""
+        frac = [schedule.chunk_fraction(s) for s in range(schedule.num_stages)]
+        bases = {k: self.base(k) for k in ("F", "B", "I", "W", "FB")}
+        stage_scale, fixed = self.stage_scale, self.fixed
+
+        def duration(op: Op) -> float:
+            stage = op.parts[-1].stage if op.kind == "FB" else op.stage
+            scale = frac[stage]
+            if stage_scale is not None:
+                if op.kind == "FB":
+                    scale *= max(stage_scale[a.stage] for a in op.parts)
+                else:
+                    scale *= stage_scale[stage]
+            return bases[op.kind] * scale + fixed
+        return duration
+
+
+#: the earlier part of its own stage that each kind waits for (a backward needs its forward)
+OWN_PART = {"F": None, "B": "F", "I": "F", "W": "I"}
+
+
+def dependency_keys(schedule: Schedule, stage: int, kind: str, microbatch: int) -> list[tuple]:
+    """What must have finished before an action can start, as ``(stage, kind, microbatch)``:
+    its own stage's earlier part (a backward needs its forward) and its input from a
+    neighbouring stage (``Schedule.input_key``)."""
+    own = OWN_PART[kind]
+    deps = [(stage, own, microbatch)] if own else []
+    src = schedule.input_key(stage, kind, microbatch)
+    return deps + ([src] if src is not None else [])
 
 
 def dependencies(schedule: Schedule, action: Action) -> list[Action]:
-    """What must have finished before ``action`` can start: its input from a neighbouring
-    stage (``Schedule.input_of``) and, for a backward, its own stage's earlier part."""
-    own = {"F": None, "B": "F", "I": "F", "W": "I"}[action.kind]
-    deps = [Action(action.stage, own, action.microbatch)] if own else []
-    src = schedule.input_of(action)
-    return deps + ([src] if src is not None else [])
+    """``dependency_keys`` as actions."""
+    return [Action(*k) for k in dependency_keys(schedule, action.stage, action.kind,
+                                                 action.microbatch)]
+
+
+def _compile(schedule: Schedule):
+    """The dependency graph with integers for actions, built once per schedule.
+
+    Returns ``(steps, owned, missing)``: ``steps[rank][step] = (part ids, dependency ids)``
+    (a dependency inside the same overlapped pair is left out); ids below ``owned`` are
+    actions some rank runs, ids from ``owned`` on are dependencies nobody runs (``missing``
+    lists those actions, for the error message). Integer look-ups instead of hashing
+    actions make the simulator several times faster, which a slider redraw needs.
+    """
+    key = lambda a: (a.stage, a.kind, a.microbatch)          # noqa: E731
+    ids: dict[tuple, int] = {}
+    for ops in schedule.ranks:
+        for op in ops:
+            for a in op.parts:
+                ids.setdefault(key(a), len(ids))
+    owned, missing = len(ids), []
+    steps = []
+    for ops in schedule.ranks:
+        row = []
+        for op in ops:
+            mine = [key(a) for a in op.parts]
+            deps = []
+            for k in mine:
+                for dep in dependency_keys(schedule, *k):
+                    if dep in mine:
+                        continue
+                    if dep not in ids:
+                        ids[dep] = len(ids)
+                        missing.append(Action(*dep))
+                    deps.append(ids[dep])
+            row.append((tuple(ids[k] for k in mine), tuple(deps)))
+        steps.append(row)
+    return steps, owned, missing
 
 
 def execute(schedule: Schedule, duration: Callable[[Op], float],
@@ -79,47 +136,47 @@ def execute(schedule: Schedule, duration: Callable[[Op], float],
     ``comm`` for a dependency produced on another rank). Each rank is re-tried only when
     something it waits on finishes, so the cost is linear in the number of ops.
     """
-    owner = schedule.owners()                    # action -> (rank, step) that runs it
-    done: dict[Action, tuple[float, int]] = {}   # action -> (end time, rank)
+    steps, owned, missing = _compile(schedule)
+    end_of: list[float | None] = [None] * (owned + len(missing))   # action id -> end time
+    rank_of = [0] * owned                                          # action id -> its rank
     pointer = [0] * schedule.P
     free_at = [0.0] * schedule.P
-    waiting: dict[Action, list[int]] = {}
+    waiting: dict[int, list[int]] = {}
     events: list[Event] = []
     todo = list(range(schedule.P))
     while todo:
         rank = todo.pop()
-        ops = schedule.ranks[rank]
+        ops, row = schedule.ranks[rank], steps[rank]
         while pointer[rank] < len(ops):
-            op = ops[pointer[rank]]
-            ready, blocked = free_at[rank], None
-            inner = set(op.parts)
-            for a in op.parts:
-                for dep in dependencies(schedule, a):
-                    if dep in inner:
-                        continue
-                    if dep not in done:
-                        blocked = dep
-                        break
-                    end, dep_rank = done[dep]
-                    ready = max(ready, end + (comm if dep_rank != rank else 0.0))
-                if blocked:
+            parts, deps = row[pointer[rank]]
+            ready, blocked = free_at[rank], -1
+            for d in deps:
+                end = end_of[d]
+                if end is None:
+                    blocked = d
                     break
-            if blocked is not None:
-                if blocked not in owner:
-                    raise ValueError(f"rank {rank} step {pointer[rank]}: {op} needs {blocked}, "
-                                     "which no rank runs")
+                if rank_of[d] != rank:
+                    end += comm
+                if end > ready:
+                    ready = end
+            if blocked >= 0:
+                if blocked >= owned:
+                    op = ops[pointer[rank]]
+                    raise ValueError(f"rank {rank} step {pointer[rank]}: {op} needs "
+                                     f"{missing[blocked - owned]}, which no rank runs")
                 waiting.setdefault(blocked, []).append(rank)
                 break
+            op = ops[pointer[rank]]
             end = ready + duration(op)
             events.append(Event(rank, op, ready, end))
             free_at[rank] = end
             pointer[rank] += 1
-            for a in op.parts:
-                done[a] = (end, rank)
+            for a in parts:
+                end_of[a], rank_of[a] = end, rank
                 todo.extend(waiting.pop(a, ()))
     stuck = [r for r in range(schedule.P) if pointer[r] < len(schedule.ranks[r])]
     if stuck:
-        raise DeadlockError(_describe_deadlock(schedule, pointer, owner, stuck))
+        raise DeadlockError(_describe_deadlock(schedule, pointer, schedule.owners(), stuck))
     return events
 
 
@@ -162,7 +219,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None, **cost_kw) -> Timel
     if costs.stage_scale is not None and len(costs.stage_scale) != schedule.num_stages:
         raise ValueError(f"stage_scale has {len(costs.stage_scale)} entries but the schedule has "
                          f"{schedule.num_stages} stages")
-    events = execute(schedule, lambda op: costs.duration(schedule, op), costs.comm)
+    events = execute(schedule, costs.duration_fn(schedule), costs.comm)
     return Timeline(schedule.P, events, "simulated", schedule,
                     {"schedule": schedule.name, "P": schedule.P, "M": schedule.M,
                      "V": schedule.V, "costs": _costs_dict(costs)})

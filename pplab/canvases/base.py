@@ -74,6 +74,7 @@ class Canvas:
     errors: list = field(default_factory=list)
     last_message: str = ""
     view: Any = None            # the SceneView the picture is drawn in (None: Output only)
+    cache: Any = None           # the RenderCache of recent pictures
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -119,8 +120,34 @@ def cost_sliders(w, tf, tb, tw, comm, fixed):
             "fixed": mk("fixed", fixed, 0.0, 1.0, 0.25)}
 
 
-def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict) -> Canvas:
-    """Wire controls to ``render_fn(**values, **fixed_kw)`` → ``(picture, message)``."""
+class RenderCache:
+    """The last few ``render_fn`` results by their arguments: sliding back to a setting
+    seen a moment ago redraws without simulating again. The render functions are pure
+    (same arguments, same picture), so a cached picture is the one a fresh call makes."""
+
+    def __init__(self, render_fn, size: int = 32):
+        self.render_fn, self.size, self.entries = render_fn, size, {}
+
+    def __call__(self, **kw):
+        try:
+            key = tuple(sorted(kw.items()))
+            hash(key)
+        except TypeError:                       # an unhashable argument: no caching
+            return self.render_fn(**kw)
+        if key in self.entries:
+            self.entries[key] = self.entries.pop(key)         # most recent last
+            return self.entries[key]
+        result = self.render_fn(**kw)
+        self.entries[key] = result
+        if len(self.entries) > self.size:
+            self.entries.pop(next(iter(self.entries)))
+        return result
+
+
+def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict,
+                 cache_size: int = 32) -> Canvas:
+    """Wire controls to ``render_fn(**values, **fixed_kw)`` → ``(picture, message)``;
+    the last ``cache_size`` results are kept (``canvas.cache``; 0 turns it off)."""
     import ipywidgets as w
 
     from .view import SceneView
@@ -129,12 +156,13 @@ def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict) -> Canv
     message = w.HTML()
     canvas = Canvas(None, controls, lambda: None, message)
     canvas.view = view
+    canvas.cache = RenderCache(render_fn, cache_size)
 
     def update(*_):
         kw = {k: c.value for k, c in controls.items()}
         kw.update(fixed_kw)
         try:
-            fig, msg = render_fn(**kw)
+            fig, msg = canvas.cache(**kw)
         except Exception as e:          # a bug: say so inline, record it for the tests
             canvas.errors.append((dict(kw), repr(e)))
             fig, msg = None, f"internal error (please report): {e!r}"
@@ -160,4 +188,4 @@ def int_slider(description: str, value: int, bounds, width: str = "260px"):
 
 __all__ = ["Canvas", "CANVASES", "P_RANGE", "M_RANGE", "V_RANGE", "SCHEDULES", "summary",
            "simulate_or_message", "timeline_over_panel", "show_figure", "show_picture",
-           "message_html", "cost_sliders", "build_canvas", "int_slider"]
+           "message_html", "cost_sliders", "RenderCache", "build_canvas", "int_slider"]

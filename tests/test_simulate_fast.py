@@ -1,0 +1,96 @@
+"""The simulator's integer-indexed executor against a plain reference, and the canvases'
+render cache (both exist so that a slider redraws quickly; neither may change a result)."""
+from __future__ import annotations
+
+import pytest
+
+from pplab.canvases.base import RenderCache
+from pplab.canvases.timeline import render
+from pplab.ir import Action, Schedule
+from pplab.registry import make_schedule, names
+from pplab.simulate import Costs, dependencies, simulate
+from pplab.timeline import Event
+
+
+def reference_events(schedule: Schedule, costs: Costs) -> list[Event]:
+    """Sweep the ranks until nothing moves: each rank's head op runs once every dependency
+    has finished (+comm across ranks). Quadratic and obviously right."""
+    pointer, free_at, done, events = [0] * schedule.P, [0.0] * schedule.P, {}, []
+    moved = True
+    while moved:
+        moved = False
+        for rank, ops in enumerate(schedule.ranks):
+            while pointer[rank] < len(ops):
+                op = ops[pointer[rank]]
+                deps = [d for a in op.parts for d in dependencies(schedule, a)
+                        if d not in op.parts]
+                if any(d not in done for d in deps):
+                    break
+                start = max([free_at[rank]] + [done[d][0] + (costs.comm if done[d][1] != rank
+                                                             else 0.0) for d in deps])
+                end = start + costs.duration(schedule, op)
+                events.append(Event(rank, op, start, end))
+                free_at[rank], pointer[rank], moved = end, pointer[rank] + 1, True
+                for a in op.parts:
+                    done[a] = (end, rank)
+    return events
+
+
+def _cases():
+    for name in names():
+        for P, M, V in ((2, 4, None), (4, 8, None), (4, 8, 2), (3, 6, None)):
+            try:
+                yield name, make_schedule(name, P, M, V)
+            except ValueError:
+                continue
+
+
+COSTS = (Costs(1, 2, 0), Costs(1, 2, 1, comm=0.3, fixed=0.1), Costs(1.5, 2, 0.5, comm=0.25))
+
+
+@pytest.mark.parametrize("name,sched", list(_cases()), ids=lambda x: str(x)[:20])
+def test_executor_matches_reference(name, sched):
+    for costs in COSTS:
+        fast = sorted((e.rank, e.start, e.end, str(e.op)) for e in simulate(sched, costs).events)
+        ref = sorted((e.rank, e.start, e.end, str(e.op)) for e in reference_events(sched, costs))
+        assert fast == ref, (name, costs)
+
+
+def test_stage_scale_changes_durations_per_stage():
+    sched, costs = make_schedule("1f1b", 2, 2), Costs(1, 2, 0, stage_scale=(1.0, 3.0))
+    tl = simulate(sched, costs)
+    assert {e.duration for e in tl.events if e.rank == 1 and e.op.kind == "F"} == {3.0}
+    key = lambda e: (e.rank, e.start, e.end, str(e.op))              # noqa: E731
+    assert sorted(map(key, tl.events)) == sorted(map(key, reference_events(sched, costs)))
+
+
+def test_missing_producer_is_named():
+    f1 = Action(1, "F", 0)
+    sched = Schedule("broken", 2, 1, (0, 1), ((), (f1, Action(1, "B", 0))))
+    with pytest.raises(ValueError, match=r"rank 1 step 0: 1F0 needs 0F0, which no rank runs"):
+        simulate(sched, Costs())
+
+
+def test_render_cache_returns_the_fresh_picture_and_evicts_oldest():
+    calls = []
+
+    def fn(**kw):
+        calls.append(kw)
+        return render(**kw)
+    cache = RenderCache(fn, size=2)
+    a = cache(schedule="interleaved", P=4, M=8, V=2, draw="scene")
+    assert cache(schedule="interleaved", P=4, M=8, V=2, draw="scene") is a and len(calls) == 1
+    assert a == render("interleaved", 4, 8, 2, draw="scene")        # same as uncached
+    cache(schedule="1f1b", P=4, M=8, V=1, draw="scene")
+    cache(schedule="gpipe", P=4, M=8, V=1, draw="scene")            # evicts the oldest
+    cache(schedule="interleaved", P=4, M=8, V=2, draw="scene")
+    assert len(calls) == 4 and len(cache.entries) == 2
+
+
+def test_render_cache_off_and_unhashable():
+    calls = []
+    cache = RenderCache(lambda **kw: calls.append(kw) or (None, "x"), size=0)
+    cache(a=1)
+    cache(a=1)
+    cache(a=[1])                                                    # unhashable: just calls
+    assert len(calls) == 3 and not cache.entries
