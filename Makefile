@@ -18,8 +18,11 @@ $(STAMP): pyproject.toml
 
 ROOTFLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
+# kernel websockets without Nagle's algorithm: see pplab/labserver.py (40 ms saved per redraw)
+LABFLAGS = --ServerApp.kernel_websocket_connection_class=pplab.labserver.NoDelayConnection
+
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) $(LABFLAGS) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
 
 test: $(STAMP)
 	$(PY) -m pytest tests

@@ -156,8 +156,8 @@ class Schedule:
     def num_stages(self) -> int:
         return len(self.stage_to_rank)
 
-    @property
-    def stages_per_copy(self) -> int:
+    @cached_property
+    def stages_per_copy(self) -> int:            # asked for every action the simulator runs
         return self.num_stages // self.copies
 
     @property

@@ -91,39 +91,49 @@ class Timeline:
     meta: dict = field(default_factory=dict)
 
     # ---- metrics -------------------------------------------------------------------------
+    def _extent(self) -> tuple[float, float, list[float]]:
+        """(first start, last end, busy time per rank) in one pass over the events."""
+        start, end, busy = float("inf"), float("-inf"), [0.0] * self.num_ranks
+        for e in self.events:
+            if e.start < start:
+                start = e.start
+            if e.end > end:
+                end = e.end
+            busy[e.rank] += e.end - e.start
+        return (start, end, busy) if self.events else (0.0, 0.0, busy)
+
     @property
     def start(self) -> float:
-        return min((e.start for e in self.events), default=0.0)
+        return self._extent()[0]
 
     @property
     def makespan(self) -> float:
-        if not self.events:
-            return 0.0
-        return max(e.end for e in self.events) - self.start
+        start, end, _ = self._extent()
+        return end - start
 
     def rank_events(self, rank: int) -> list[Event]:
         return sorted((e for e in self.events if e.rank == rank), key=lambda e: (e.start, e.end))
 
     @property
     def busy(self) -> list[float]:
-        busy = [0.0] * self.num_ranks
-        for e in self.events:
-            busy[e.rank] += e.duration
-        return busy
+        return self._extent()[2]
 
     @property
     def idle(self) -> float:
-        return self.num_ranks * self.makespan - sum(self.busy)
+        start, end, busy = self._extent()
+        return self.num_ranks * (end - start) - sum(busy)
 
     @property
     def bubble_fraction(self) -> float:
-        total = self.num_ranks * self.makespan
-        return self.idle / total if total > 0 else 0.0
+        start, end, busy = self._extent()
+        total = self.num_ranks * (end - start)
+        return (total - sum(busy)) / total if total > 0 else 0.0
 
     @property
     def bubble_ratio(self) -> float:
-        busy = sum(self.busy)
-        return self.idle / busy if busy > 0 else 0.0
+        start, end, busy = self._extent()
+        work = sum(busy)
+        return (self.num_ranks * (end - start) - work) / work if work > 0 else 0.0
 
     @property
     def spans(self) -> list[float]:

@@ -20,6 +20,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+from pplab.labserver import SERVER_FLAG
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("PPLAB_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -93,7 +95,7 @@ def jupyter_lab(notebooks: Path):
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
            f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
            f"--ServerApp.root_dir={state / 'nb'}", "--LabApp.expose_app_in_browser=True",
-           "--LabApp.news_url=None"] + (["--allow-root"] if os.geteuid() == 0 else [])
+           "--LabApp.news_url=None", SERVER_FLAG] + (["--allow-root"] if os.geteuid() == 0 else [])
     log = state / "lab.log"
     with open(log, "wb") as fh:
         proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)
@@ -308,19 +310,22 @@ def append_and_run(page, panel, code: str):
     return panel.locator(".jp-Cell").nth(index)
 
 
+#: the benchmarked canvases; ``{cache}`` is the render cache's size (0: every move simulates)
 BENCH_TIMELINE = ("from pplab.canvases.timeline import timeline_canvas\n"
-                  "timeline_canvas('interleaved', 8, 32, 2)")
+                  "c = timeline_canvas('interleaved', 8, 32, 2); c.cache.size = {cache}; c")
 BENCH_MEMORY = ("from pplab.canvases.memory import memory_canvas\n"
-                "memory_canvas(pp=8, schedule='1f1b', M=16, controls=('M', 'mbs'))")
+                "c = memory_canvas(pp=8, schedule='1f1b', M=16, controls=('M', 'mbs'))\n"
+                "c.cache.size = {cache}; c")
 
 
-def bench_canvases(page, panel, moves: int = 30) -> dict:
+def bench_canvases(page, panel, moves: int = 30, cache: int = 0) -> dict:
     """Redraw latencies (ms) of the timeline canvas at P=8, M=32, V=2 interleaved (V moved)
-    and of the memory bars (M moved), in the open notebook."""
+    and of the memory bars (M moved), in the open notebook. ``cache=0``: no picture is
+    reused, every move is a first visit; the canvases' default (32) reuses revisited ones."""
     out = {}
     for name, code, label in (("memory bars", BENCH_MEMORY, "M"),
                               ("timeline", BENCH_TIMELINE, "V")):
-        cell = append_and_run(page, panel, code)
+        cell = append_and_run(page, panel, code.format(cache=cache))
         cell.locator("canvas.pplab-scene").wait_for(timeout=120_000)
         root = canvas_roots(cell)[0]
         root.scroll_into_view_if_needed()

@@ -78,10 +78,12 @@ function drawTimeline(ctx, p, x0, y0, w, stats) {
   for (let r = 0; r < p.ranks; r++) ctx.fillText("rank " + r, x0 + LEFT - 6, top + r * ROW + ROW / 2);
   const byKind = p.colors || {};
   ctx.textAlign = "center";
+  const widths = {};           // labels repeat (microbatch numbers): measure each one once
+  const textWidth = t => widths[t] ?? (widths[t] = ctx.measureText(t).width);
   for (const [rank, s, e, label, kind] of p.boxes) {
     const a = sx(s), b = sx(e), y = top + rank * ROW + 2;
     ctx.fillStyle = byKind[kind] || "#999"; ctx.fillRect(a, y, Math.max(b - a - 0.6, 0.6), ROW - 4);
-    if (b - a >= ctx.measureText(label).width + 4) {
+    if (b - a >= textWidth(label) + 4) {
       ctx.fillStyle = "#fff"; ctx.fillText(label, (a + b) / 2, y + (ROW - 4) / 2 + 0.5);
     }
     stats.boxes++;
@@ -213,6 +215,7 @@ function drawLines(ctx, p, x0, y0, w, stats) {
 const DRAW = {timeline: drawTimeline, bars: drawBars, lines: drawLines};
 
 function draw(canvas, scene, width) {
+  const t0 = performance.now();
   const panels = (scene && scene.panels) || [];
   const h = panels.reduce((s, p) => s + panelHeight(p) + 8, 0) || 1;
   const dpr = window.devicePixelRatio || 1;
@@ -226,6 +229,7 @@ function draw(canvas, scene, width) {
   for (const p of panels) { DRAW[p.type](ctx, p, 0, y, width, stats); y += panelHeight(p) + 8; }
   canvas.pplabScene = scene;
   canvas.dataset.boxes = String(stats.boxes);
+  canvas.dataset.drawMs = (performance.now() - t0).toFixed(1);   // for benchmarks
   canvas.dataset.frame = String((+canvas.dataset.frame || 0) + 1);
 }
 

@@ -1,0 +1,29 @@
+"""What ``make lab`` adds to JupyterLab's server: kernel websockets without Nagle's algorithm.
+
+A slider move makes the kernel send a few small messages in a row (busy, the echo of the
+value, the new picture, idle). The server writes each to the browser's websocket; with
+Nagle's algorithm on (tornado's default), a small write waits for the ACK of the one before,
+and the browser may hold that ACK back for its delayed-ACK timer (40 ms on Linux). Measured
+on lesson 02's canvases: about half the redraws took 40 ms longer than the rest. Setting
+TCP_NODELAY on the kernel websocket sends each message at once.
+
+Use: ``jupyter lab --ServerApp.kernel_websocket_connection_class=pplab.labserver.NoDelayConnection``
+(``make lab`` and the browser tests pass it; see ``SERVER_FLAG``).
+"""
+from __future__ import annotations
+
+from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+
+SERVER_FLAG = ("--ServerApp.kernel_websocket_connection_class="
+               "pplab.labserver.NoDelayConnection")
+
+
+class NoDelayConnection(ZMQChannelsWebsocketConnection):
+    """The stock kernel websocket connection, with TCP_NODELAY set when it opens."""
+
+    def connect(self):
+        self.websocket_handler.set_nodelay(True)
+        return super().connect()
+
+
+__all__ = ["NoDelayConnection", "SERVER_FLAG"]
