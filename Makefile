@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml
 
 ROOTFLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-# kernel websockets without Nagle's algorithm: see pplab/labserver.py (40 ms saved per redraw)
-LABFLAGS = --ServerApp.kernel_websocket_connection_class=pplab.labserver.NoDelayConnection
+# kernel websockets without Nagle's algorithm (pplab/canvases/labserver.py): 40 ms less per redraw
+LABFLAGS = --ServerApp.kernel_websocket_connection_class=pplab.canvases.labserver.NoDelayConnection
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) $(LABFLAGS) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb

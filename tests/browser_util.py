@@ -20,7 +20,7 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-from pplab.labserver import SERVER_FLAG
+from pplab.canvases.labserver import SERVER_FLAG
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("PPLAB_CHROMIUM", "/usr/bin/chromium")

@@ -1,10 +1,11 @@
-"""``make lab``'s server option: kernel websockets with TCP_NODELAY (pplab/labserver.py)."""
+"""``make lab``'s server option: kernel websockets with TCP_NODELAY
+(pplab/canvases/labserver.py)."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from pplab.labserver import SERVER_FLAG, NoDelayConnection
+from pplab.canvases.labserver import SERVER_FLAG, NoDelayConnection
 
 ROOT = Path(__file__).resolve().parents[1]
 

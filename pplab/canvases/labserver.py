@@ -7,15 +7,15 @@ and the browser may hold that ACK back for its delayed-ACK timer (40 ms on Linux
 on lesson 02's canvases: about half the redraws took 40 ms longer than the rest. Setting
 TCP_NODELAY on the kernel websocket sends each message at once.
 
-Use: ``jupyter lab --ServerApp.kernel_websocket_connection_class=pplab.labserver.NoDelayConnection``
-(``make lab`` and the browser tests pass it; see ``SERVER_FLAG``).
+Use: ``jupyter lab`` with the option ``SERVER_FLAG`` (``make lab`` and the browser tests
+pass it; an instructor's own JupyterHub can set the same in its server config).
 """
 from __future__ import annotations
 
 from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
 
 SERVER_FLAG = ("--ServerApp.kernel_websocket_connection_class="
-               "pplab.labserver.NoDelayConnection")
+               "pplab.canvases.labserver.NoDelayConnection")
 
 
 class NoDelayConnection(ZMQChannelsWebsocketConnection):
