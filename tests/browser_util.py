@@ -235,6 +235,9 @@ def sweep_extremes(page, root, shot_prefix: str | None = None) -> int:
         if shot_prefix:
             SHOTS.mkdir(parents=True, exist_ok=True)
             root.screenshot(path=str(SHOTS / f"{shot_prefix}_{key.lower()}.png"))
+        overlaps = root.locator("canvas.pplab-scene").get_attribute("data-overlaps")
+        assert overlaps in (None, "0"), \
+            f"{shot_prefix} at {key}: {overlaps} axis labels overlap (scene.js labelRow)"
     return moves
 
 
