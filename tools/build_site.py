@@ -127,6 +127,10 @@ def lite_config(lite: Path, preload: list[str]) -> None:
     (lite / ".jupyterlite.doit.db").unlink(missing_ok=True)     # else new settings are dropped
 
 
+#: written last, so its time says when the site was built (the copied files keep old mtimes)
+BUILT_STAMP = ".pplab-built"
+
+
 def main(out: Path) -> None:
     t0 = time.time()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -146,6 +150,7 @@ def main(out: Path) -> None:
     shutil.copytree(stage, built / "pyodide")
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(built, out)
+    (out / BUILT_STAMP).write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"))
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
     print(f"site: {out} ({len(lessons)} lessons, {size:.0f} MB, built in {time.time() - t0:.0f} s)"
           f"; serve it with: python3 -m http.server -d {out} --bind 127.0.0.1")
