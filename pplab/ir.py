@@ -213,11 +213,18 @@ class Schedule:
     def input_key(self, stage: int, kind: str, microbatch: int) -> tuple | None:
         """``input_of`` as a plain ``(stage, kind, microbatch)`` tuple: the simulator asks
         for every action, and tuples are quicker to build and hash than actions."""
+        first, last = self._stage_ends
         if kind == "F":
-            return None if self.is_first(stage) else (stage - 1, "F", microbatch)
-        if kind == "W" or self.is_last(stage):
+            return None if first[stage] else (stage - 1, "F", microbatch)
+        if kind == "W" or last[stage]:
             return None
         return (stage + 1, self._backward_kind.get((stage + 1, microbatch), "B"), microbatch)
+
+    @cached_property
+    def _stage_ends(self) -> tuple[list[bool], list[bool]]:
+        """``is_first`` and ``is_last`` per stage, looked up once."""
+        stages = range(self.num_stages)
+        return [self.is_first(s) for s in stages], [self.is_last(s) for s in stages]
 
     @property
     def num_actions(self) -> int:

@@ -102,29 +102,28 @@ def _compile(schedule: Schedule):
     lists those actions, for the error message). Integer look-ups instead of hashing
     actions make the simulator several times faster, which a slider redraw needs.
     """
-    key = lambda a: (a.stage, a.kind, a.microbatch)          # noqa: E731
+    keys = [[[(a.stage, a.kind, a.microbatch) for a in op.parts] for op in ops]
+            for ops in schedule.ranks]
     ids: dict[tuple, int] = {}
-    for ops in schedule.ranks:
-        for op in ops:
-            for a in op.parts:
-                ids.setdefault(key(a), len(ids))
-    owned, missing = len(ids), []
-    steps = []
-    for ops in schedule.ranks:
-        row = []
-        for op in ops:
-            mine = [key(a) for a in op.parts]
+    for row in keys:
+        for mine in row:
+            for k in mine:
+                ids.setdefault(k, len(ids))
+    owned, missing, steps = len(ids), [], []
+    for row in keys:
+        out = []
+        for mine in row:
             deps = []
             for k in mine:
                 for dep in dependency_keys(schedule, *k):
-                    if dep in mine:
-                        continue
-                    if dep not in ids:
-                        ids[dep] = len(ids)
+                    i = ids.get(dep)
+                    if i is None:
+                        i = ids[dep] = len(ids)
                         missing.append(Action(*dep))
-                    deps.append(ids[dep])
-            row.append((tuple(ids[k] for k in mine), tuple(deps)))
-        steps.append(row)
+                    if dep not in mine:           # not the other half of an overlapped pair
+                        deps.append(i)
+            out.append((tuple(ids[k] for k in mine), tuple(deps)))
+        steps.append(out)
     return steps, owned, missing
 
 
