@@ -82,4 +82,5 @@ def excess_dualpipev(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
 
 __all__ = ["excess_naive", "bubble_fraction", "bubble_ratio", "bubble_both", "excess_1f1b",
            "excess_zb_h1", "excess_interleaved_zb",
-           "excess_zb_h2", "excess_zbv", "excess_v_min", "excess_v_half", "excess_dualpipe", "excess_dualpipev"]
+           "excess_zb_h2", "excess_zbv", "excess_v_min", "excess_v_half", "excess_dualpipe",
+           "excess_dualpipev"]
