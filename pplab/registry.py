@@ -87,12 +87,14 @@ SPECS: tuple[ScheduleSpec, ...] = (
                              "Qi et al.: ≈ 0"),
     ScheduleSpec("v-half", v_half, "V-Half (controllable memory, ½ of 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
-                 excess_note="≈ P/(2M) of the ideal, Qi et al. 2024 (approximate, no closed "
-                             "form)"),
+                 excess=cf.excess_v_half,
+                 excess_note="⌈(7P−8)/2⌉·tf/2 from the building block, exact at tf = tI = tw "
+                             "for M ≥ P; Qi et al.: ≈ P/(2M) of the ideal"),
     ScheduleSpec("v-min", v_min, "V-Min (controllable memory, ⅓ of 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
-                 excess_note="≈ 2P/(3M) of the ideal, Qi et al. 2024 (approximate; pplab's "
-                             "list schedule lands higher at P ≥ 8)"),
+                 excess=cf.excess_v_min,
+                 excess_note="(4P−5, +1 if 3 divides P)·tf/2 from the building block, exact at "
+                             "tf = tI = tw; Qi et al.: ≈ 2P/(3M) of the ideal"),
     ScheduleSpec("dualpipe", dualpipe, "DualPipe (two copies)", split_backward=True,
                  constraints="P even, M even and M ≥ 2P", excess=cf.excess_dualpipe,
                  excess_note="(P/2−1)(tF&B+tB−3tW), DeepSeek-V3 Table 2; exact at F=1, B=2, "
