@@ -212,9 +212,9 @@ def _zero3_times(model, cfg, bw_dp, tf, tb) -> dict:
     Per microbatch: every forward gathers the rank's parameters and every backward gathers
     them again and reduce-scatters its gradients. FSDP prefetches the next layer's gather
     while this one computes, so an op lasts the longer of its compute and its traffic
-    (``tf_run``, ``tb_run``). Per step: one gather before the first forward, one
-    reduce-scatter after the last backward; each is hidden behind one forward or backward
-    and the rest is exposed."""
+    (``tf_run``, ``tb_run``). Per step: one gather and one reduce-scatter, Ψ + Ψ like
+    ZeRO-1's reduce-scatter + all-gather, and priced the same way (the last backward hides
+    part of it) so that the two, equal in bytes moved and held, also rank equal."""
     out = {"tf_run": tf, "tb_run": tb, "dp_time": 0.0, "exposed": 0.0}
     if cfg.zero < 3 or cfg.dp <= 1:
         return out
@@ -225,7 +225,7 @@ def _zero3_times(model, cfg, bw_dp, tf, tb) -> dict:
     f = (cfg.dp - 1) / cfg.dp / bw_dp
     if cfg.zero3_regather == "per_step":
         g, r = (x * f for x in zero3_bytes(psi, cfg, 1))
-        return dict(out, dp_time=g + r, exposed=max(0.0, g - tf) + max(0.0, r - tb))
+        return dict(out, dp_time=g + r, exposed=max(0.0, g + r - tb))
     g, r = (x * f for x in zero3_bytes(psi / copies, cfg, 1))   # one pass: 2 gathers + 1 RS
     passes = cfg.microbatches // copies * copies
     return {"tf_run": max(tf, g / 2), "tb_run": max(tb, g / 2 + r),
