@@ -115,16 +115,24 @@ def reproduce(row: Row, efficiency: float = EFFICIENCY) -> dict:
             "tflops_ratio": tflops / row.tflops}
 
 
-def table1_report(rows=TABLE1, efficiency: float = EFFICIENCY) -> str:
-    """Every row of Table 1 reproduced, as text (lesson 09, docs/memory.md)."""
-    lines = [f"A100 80 GB, {A100_PEAK / 1e12:.0f} TFLOP/s × {efficiency:.0%}; "
-             "rank = place of the paper's layout among the planner's feasible layouts",
-             f"{'model':<10} {'paper layout':<20} {'fits':>4} {'peak GB':>7} {'rank':>9} "
-             f"{'s/step':>7} {'TFLOP/s':>7} {'÷paper':>6}  planner's first choice (s/step)"]
+def table1_report(rows=TABLE1, efficiency: float = EFFICIENCY, markdown: bool = False) -> str:
+    """Every row of Table 1 reproduced, as text (lesson 09) or a markdown table (docs)."""
+    head = ("model", "paper layout", "fits (peak GB)", "rank", "planner's first choice",
+            "s/step: paper layout, first choice", "TFLOP/s/GPU: planner, paper", "÷ paper")
+    out = []
     for r in rows:
         d = reproduce(r, efficiency)
-        lines.append(f"{d['row']:<10} {d['layout']:<20} {'yes' if d['feasible'] else 'no':>4} "
-                     f"{d['peak_gb']:>7.1f} {d['rank']:>4} of {d['of']:<3} "
-                     f"{d['step_time']:>7.2f} {d['tflops']:>7.0f} {d['tflops_ratio']:>6.2f}  "
-                     f"{d['top']} ({d['top_step_time']:.2f})")
+        out.append((d["row"], d["layout"], f"{'yes' if d['feasible'] else 'no'} "
+                    f"({d['peak_gb']:.1f})", f"{d['rank']} of {d['of']}", d["top"],
+                    f"{d['step_time']:.2f}, {d['top_step_time']:.2f}",
+                    f"{d['tflops']:.0f}, {r.tflops:g}", f"{d['tflops_ratio']:.2f}"))
+    if markdown:
+        return "\n".join("| " + " | ".join(c) + " |"
+                         for c in [head, ("---",) * len(head)] + out)
+    lines = [f"A100 80 GB, {A100_PEAK / 1e12:.0f} TFLOP/s × {efficiency:.0%}; rank = place of "
+             "the paper's layout among the planner's feasible layouts"]
+    for c in out:
+        lines.append(f"{c[0]:<10} {c[1]:<16} fits {c[2]:<11} rank {c[3]:<8} "
+                     f"{c[5]:>14} s  {c[6]:>8} TFLOP/s ({c[7]})\n"
+                     f"{'':<10} first choice: {c[4]}")
     return "\n".join(lines)
