@@ -152,3 +152,22 @@ def test_megatron_table1_rows_are_feasible_and_docs_ranks_are_computed():
         assert cells[3] == f"{d['rank']} of {d['of']}", (row.name, cells, d)
         assert cells[4] == d["top"], (row.name, cells, d)
         assert cells[7] == f"{d['tflops_ratio']:.2f}", (row.name, cells, d)
+
+
+@pytest.mark.parametrize("name,V", [("1f1b", None), ("interleaved", 2), ("interleaved", 4),
+                                    ("zb-h1", None), ("zbv", None), ("dualpipev", None)])
+def test_uneven_stage_extrapolation_is_exact(monkeypatch, name, V):
+    """With a heavier last stage the planner's makespan for large M equals direct simulation."""
+    from pplab.registry import make_schedule
+    from pplab.simulate import Costs, simulate
+    import pplab.memory.planner as pl
+    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    tw = 1.0 if name in pl.SPLIT_BACKWARD else 0.0
+    for P, M in ((4, 56), (8, 112)):
+        n = make_schedule(name, P, M, V).num_stages
+        scale = (1.0,) * (n - 1) + (1.2,)
+        for comm in (0.0, 0.05):
+            costs = Costs(tf=1, tb=2.1, tw=tw, comm=comm, stage_scale=scale)
+            direct = simulate(make_schedule(name, P, M, V), costs).makespan
+            got = pl._makespan_unit(name, P, M, V, 2.1, tw, comm, scale)
+            assert got == pytest.approx(direct, rel=1e-9)
