@@ -5,15 +5,20 @@ Step time = the simulated pipeline makespan (``pplab.simulate``: compute, bubble
 point-to-point hops on the critical path) + the part of the DP gradient traffic that the
 last backward cannot hide. TP traffic is added to every forward/backward: it sits on the
 critical path of each layer. Compute per microbatch per rank is
-FLOPs/token × tokens / (PP·TP) / (peak FLOP/s × efficiency), backward = 2 × forward.
+FLOPs/token × tokens / (PP·TP) / (peak FLOP/s × efficiency), backward = 2 × forward; each
+stage is scaled by its own FLOPs (the LM head on the last stage, uneven first/last layer
+counts), so the slowest stage paces the pipeline. ZeRO-3 comes in two modes
+(``ParallelConfig.zero3_regather``): re-gathered per microbatch its traffic stretches each
+F and B it outlasts; kept gathered for the step it is priced like ZeRO-1.
 
 Pruning keeps it quick: TP is a power of two inside one node, PP any divisor of the layers,
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
 simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
 the pipeline is in steady state; see ``_affine``).
 
-Speed (llama3-70b, s = 4096, 64 GPUs; 2-core shared box): 6.0 s CPU before, ≈ 2.4 s cold and
-0.2 s warm now. What changed, each tested against brute force or direct simulation:
+Speed (llama3-70b, s = 4096, 64 GPUs; 2-core shared box): 6.0 s CPU before, ≈ 0.65 s cold
+with equal stages, ≈ 2.2 s cold since stages carry their own cost (docs/memory.md). What
+changed, each tested against brute force or direct simulation:
 dominated recompute/ZeRO choices are not evaluated (``_evaluate``); schedules are generated
 only at the reduced M (validation and the bubble's chunk shares used the full M before); per-rank
 parameter counts, in-flight counts and estimates are cached; without p2p latency one
@@ -524,9 +529,20 @@ def explain(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
          f"{ms(e['tp_time_per_allreduce'])}, 4 per layer per F+B)"),
         ("ideal pipeline", f"M·(tf+tb) = {M} × {ms(e['tf'] + e['tb'])} = "
          f"{ms(M * (e['tf'] + e['tb']))}"),
+        ("stage balance", "every stage costs the same" if not e["stage_scale"] else
+         f"slowest stage {max(e['stage_scale']):.2f}× the average (LM head on the last "
+         "stage, first/last layer counts); it paces the pipeline"),
         ("pipeline makespan", f"{ms(e['makespan'])} simulated ({cfg.schedule}, p2p hop "
          f"{ms(e['p2p'])}); bubble {e['bubble_fraction']:.1%}"),
-        ("DP gradient traffic", f"{ms(e['dp_time'])}, of which {ms(e['dp_exposed'])} is "
-         "not hidden behind the last backward"),
+        _dp_row(cfg, e, ms),
         ("step time", f"{ms(e['step_time'])} = makespan + exposed DP traffic"),
     ] + [("left out", item) for item in LEAVES_OUT]
+
+
+def _dp_row(cfg, e, ms) -> tuple[str, str]:
+    if cfg.zero >= 3 and cfg.zero3_regather == "per_microbatch":
+        return ("ZeRO-3 traffic", f"{ms(e['dp_time'])}: gathers for every F and B of every "
+                f"microbatch; {ms(e['dp_exposed'])} of it longer than the compute it hides "
+                "behind (already in the makespan)")
+    return ("DP gradient traffic", f"{ms(e['dp_time'])}, of which {ms(e['dp_exposed'])} is "
+            "not hidden behind the last backward")
