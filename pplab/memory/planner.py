@@ -83,7 +83,9 @@ class Candidate:
         c = self.config
         v = f" V={c.virtual}" if c.virtual and c.virtual > 1 else ""
         head = (f"TP={c.tp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
-                f"b={c.microbatch} ZeRO-{c.zero} recompute={c.recompute}"
+                f"b={c.microbatch} ZeRO-{c.zero}"
+                f"{' kept' if c.zero == 3 and c.zero3_regather == 'per_step' else ''} "
+                f"recompute={c.recompute}"
                 f"{' SP' if c.sp else ''}")
         if not self.feasible:
             return f"{head}: {self.reason}"
