@@ -39,8 +39,9 @@ def planner_time() -> None:
 
     def cold_plan():
         for f in (pl._sim, pl._schedule, pl._alive_states, pl._rank_params, pl._equivalents,
-                  pl._estimate_cached):
-            f.cache_clear()
+                  pl._estimate_cached, getattr(pl, "_stage_scale", None)):
+            if f is not None:
+                f.cache_clear()
         pl.plan(model, 64)
     print(f"\nplanner, llama3-70b on 64 GPUs, cold caches: median {median_ms(cold_plan, 3):.0f} ms "
           "over 3 runs")

@@ -27,6 +27,39 @@ def even_split(num_layers: int, num_parts: int) -> list[range]:
     return out
 
 
+def uneven_split(num_layers: int, num_parts: int, first: int | None = None,
+                 last: int | None = None) -> list[range]:
+    """Even split, except that the first and/or last stage hold the given layer counts.
+
+    Megatron-LM's ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``:
+    the first stage also runs the embedding and the last the LM head and loss, so giving them
+    fewer layers balances the pipeline. The stages in between share the rest evenly.
+    """
+    if first is None and last is None:
+        return even_split(num_layers, num_parts)
+    for name, v in (("first", first), ("last", last)):
+        if v is not None and v < 1:
+            raise ValueError(f"{name} stage layers must be ≥ 1, got {v}")
+    if num_parts < 2:
+        raise ValueError(f"first/last stage layer counts need ≥ 2 pipeline stages, got "
+                         f"{num_parts}")
+    fixed = [v for v in (first, last) if v is not None]
+    rest, n_rest = num_layers - sum(fixed), num_parts - len(fixed)
+    if n_rest == 0 and rest != 0:
+        raise ValueError(f"first {first} + last {last} layers ≠ the model's {num_layers} "
+                         f"layers with 2 stages; make them add up to {num_layers}")
+    if n_rest and rest < n_rest:
+        raise ValueError(f"first/last stages take {sum(fixed)} of {num_layers} layers, leaving "
+                         f"{rest} for {n_rest} other stages; each needs at least one")
+    sizes = [len(r) for r in even_split(rest, n_rest)] if n_rest else []
+    sizes = ([first] if first is not None else []) + sizes + ([last] if last is not None else [])
+    out, start = [], 0
+    for size in sizes:
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
 def balanced_split(costs: Sequence[float], num_parts: int) -> list[range]:
     """Contiguous split minimising the most expensive part (dynamic programming, O(n²·k)).
 
@@ -56,16 +89,19 @@ def balanced_split(costs: Sequence[float], num_parts: int) -> list[range]:
     return bounds[::-1]
 
 
-def stage_layers(schedule: Schedule, num_layers: int) -> list[range]:
+def stage_layers(schedule: Schedule, num_layers: int, first: int | None = None,
+                 last: int | None = None) -> list[range]:
     """Layer range of every stage of ``schedule`` (stage id → range).
 
     Stages are numbered along the model inside each copy (for DualPipe both copies get the
     same split), so interleaved and V-shape placements just look the range up by position.
+    ``first``/``last`` fix the layer counts of the model's first and last stage
+    (``uneven_split``).
     """
     per_copy = schedule.stages_per_copy
     if num_layers < per_copy:
         raise ValueError(f"{schedule.name} with P={schedule.P}, V={schedule.V} cuts the model "
                          f"into {per_copy} stages but it has only {num_layers} layers; use at "
                          f"least {per_copy} layers or fewer stages")
-    split = even_split(num_layers, per_copy)
+    split = uneven_split(num_layers, per_copy, first, last)
     return [split[schedule.position(s)] for s in range(schedule.num_stages)]

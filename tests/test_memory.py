@@ -200,8 +200,10 @@ def test_cli_json():
     assert set(d["per_stage"][0]) >= {"params", "grads", "optimizer", "activations", "total"}
     assert d["peak_bytes"] == max(s["total"] for s in d["per_stage"])
     assert set(d["comm_bytes_per_step"]) == {"tp", "pp", "dp"}
-    # 1F1B bubble ÷ total ≈ (p−1)/(m+p−1) = 7/39 (GPipe paper denominator), plus p2p hops.
-    assert d["bubble_fraction"] == pytest.approx(7 / 39, abs=0.02)
+    # 1F1B bubble ÷ total is (p−1)/(m+p−1) = 7/39 (GPipe paper denominator) for equal stages;
+    # the LM head (≈ 1.1 layers of FLOPs) makes the last stage the slowest, and it sets the
+    # pace: ≈ 0.25 (ten layers + head against the 10.1-layer average).
+    assert 7 / 39 + 0.03 < d["bubble_fraction"] < 0.3
 
 
 def test_cli_table_and_explicit_shapes():

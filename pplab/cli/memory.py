@@ -24,6 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dp", type=int, default=1)
     p.add_argument("--gpus", type=int, help="total GPUs; must equal TP×PP×DP")
     p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (3 = FSDP)")
+    p.add_argument("--zero3-regather", default="per_microbatch",
+                   help="ZeRO-3 under PP: per_microbatch (gather again for every forward and "
+                        "backward) or per_step (keep gathered; FSDP reshard_after_forward=False)")
+    p.add_argument("--first-layers", type=int, help="layers on the first pipeline stage "
+                   "(Megatron --decoder-first-pipeline-num-layers)")
+    p.add_argument("--last-layers", type=int, help="layers on the last pipeline stage")
     p.add_argument("--sp", action="store_true", help="sequence parallelism")
     p.add_argument("--recompute", default="none", choices=("none", "selective", "full"))
     p.add_argument("--schedule", default="1f1b")
@@ -76,7 +82,7 @@ def main(a) -> int:
     if a.plan:
         gpus = a.gpus or a.tp * a.pp * a.dp
         cands = plan(model, gpus, hw, global_batch=a.global_batch, micro_batches=(a.mbs,),
-                     max_pp=a.max_pp)
+                     max_pp=a.max_pp, first_layers=a.first_layers, last_layers=a.last_layers)
         if a.json:
             print(json.dumps([{"config": c.describe(), "feasible": c.feasible,
                                "reason": c.reason, "step_time": c.step_time if c.feasible
@@ -94,7 +100,8 @@ def main(a) -> int:
                 print("  " + c.describe())
         return 0
     cfg = ParallelConfig(a.tp, a.pp, a.dp, a.zero, a.sp, a.recompute, a.mbs, a.microbatches,
-                         a.schedule, a.virtual, a.gpus)
+                         a.schedule, a.virtual, a.gpus, zero3_regather=a.zero3_regather,
+                         first_layers=a.first_layers, last_layers=a.last_layers)
     rep = memory_report(model, cfg)
     vol = comm_volumes(model, cfg, rep.schedule)
     est = estimate(model, cfg, hw)

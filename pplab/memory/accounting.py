@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..ir import Schedule
-from ..partition import stage_layers
 from ..timeline import inflight_profile, peak_inflight
 from . import activations as act
 from .model_spec import ModelSpec, Split
@@ -17,13 +16,21 @@ from .parallel import ParallelConfig
 
 
 def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: float = 2,
-                       bytes_grad: float = 2, bytes_optim: float = 12
+                       bytes_grad: float = 2, bytes_optim: float = 12,
+                       regather: str = "per_microbatch", layer_psi: float = 0.0
                        ) -> tuple[float, float, float]:
     """(parameters, gradients, optimizer) bytes on one GPU holding ``psi`` parameters.
 
     ZeRO paper (Rajbhandari et al. 2020) §5: stage 1 shards the optimizer states over the
     N_d data-parallel ranks, stage 2 also the gradients, stage 3 (= FSDP) also the parameters:
     16Ψ → 4Ψ + 12Ψ/N_d → 2Ψ + 14Ψ/N_d → 16Ψ/N_d for mixed-precision Adam.
+
+    ZeRO-3 needs each layer whole while it runs. ``regather="per_microbatch"`` gathers one
+    layer at a time and frees it after use, so on top of the shards one layer's parameters
+    and its unreduced gradient are whole (``layer_psi`` parameters: the ZeRO paper's
+    constant-size buffers). ``"per_step"`` keeps the stage gathered for the whole step, and
+    its gradients unsharded until the last backward: parameters and gradients then cost what
+    ZeRO-1 costs — only the optimizer states stay sharded.
     """
     if zero not in (0, 1, 2, 3):
         raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero}")
@@ -32,9 +39,20 @@ def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: floa
         o /= dp
     if zero >= 2:
         g /= dp
+    if zero >= 3 and regather == "per_step":
+        return psi * bytes_param, psi * bytes_grad, o
     if zero >= 3:
-        p /= dp
+        p = p / dp + layer_psi * bytes_param * (1 - 1 / dp)
+        g = g + layer_psi * bytes_grad * (1 - 1 / dp)
     return p, g, o
+
+
+def states_bytes(model: ModelSpec, psi: float, cfg: ParallelConfig
+                 ) -> tuple[float, float, float]:
+    """``model_states_bytes`` for one rank of ``cfg`` (one layer is ZeRO-3's gather unit)."""
+    return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
+                              cfg.bytes_optim, cfg.zero3_regather,
+                              model.layer_params().per_rank(cfg.tp))
 
 
 def stage_param_split(model: ModelSpec, schedule: Schedule, stage: int, layers: range,
@@ -132,7 +150,7 @@ def memory_report(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule | No
                   seq: int | None = None) -> MemoryReport:
     """Validate ``cfg`` against ``model`` and account every pipeline rank's bytes per GPU."""
     sched = cfg.validate(model) if schedule is None else schedule
-    ranges = stage_layers(sched, model.layers)
+    ranges = cfg.stage_ranges(sched, model.layers)
     act_w = {st: stage_activation_bytes(model, cfg, sched, st, ranges[st], seq)
              for st in range(sched.num_stages)}
     act_peak = peak_weighted(sched, act_w)
@@ -144,8 +162,7 @@ def memory_report(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule | No
         for st in stages:
             split = split + stage_param_split(model, sched, st, ranges[st], stages)
         psi = split.per_rank(cfg.tp)
-        p, g, o = model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
-                                     cfg.bytes_optim)
+        p, g, o = states_bytes(model, psi, cfg)
         report.per_rank.append(RankMemory(r, stages, sum(len(ranges[s]) for s in stages), psi,
                                           p, g, o, act_peak[r], equiv[r]))
     return report

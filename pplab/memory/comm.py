@@ -12,16 +12,19 @@ k ranks as 2(k−1)/k·n sent (reduce-scatter + all-gather, each (k−1)/k·n).
   s·b·h/t values each (Megatron's scatter/gather optimisation; with SP it is already
   sharded). Interleaving multiplies hops by V; V-shapes skip the same-rank turn.
 * DP (ZeRO paper §7): all-reduce of the gradients, 2Ψ per step; ZeRO-1/2 the same
-  (reduce-scatter + all-gather); ZeRO-3/FSDP 3Ψ (parameters gathered for forward and again
-  for backward, gradients reduce-scattered) — assuming parameters are gathered once per step
-  for all microbatches, not once per microbatch.
+  (reduce-scatter + all-gather). ZeRO-3/FSDP moves 3Ψ per pass through the model: the
+  parameters gathered for the forward and again for the backward, the gradients
+  reduce-scattered. Under PP (or gradient accumulation) with M microbatches that is per
+  microbatch when parameters are freed after use (``zero3_regather="per_microbatch"``,
+  3MΨ), and Ψ + Ψ per step when they stay gathered (``"per_step"``: one gather, one
+  reduce-scatter of the accumulated gradients) — the memory model charges each mode its
+  matching bytes (``accounting.model_states_bytes``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..ir import Schedule
-from ..partition import stage_layers
 from .model_spec import ModelSpec
 from .parallel import ParallelConfig
 
@@ -44,7 +47,7 @@ def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
     """Bytes sent per step by one GPU of the busiest rank on each axis: tp, pp, dp."""
     s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
     act = s * b * model.hidden * cfg.bytes_act
-    ranges = stage_layers(schedule, model.layers)
+    ranges = cfg.stage_ranges(schedule, model.layers)
     per_mb = schedule.microbatches_per_copy
     n_ar = 4 + (2 if cfg.recompute == "full" else 0)
     tp, pp = [], []
@@ -59,24 +62,34 @@ def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
             if not schedule.is_first(st) and schedule.stage_to_rank[st - 1] != r:
                 hops += per_mb                                     # gradients backward
         pp.append(hops * act / t)
-    dp = dp_volume(_max_params(model, cfg, schedule), cfg)
+    dp = dp_volume(_max_params(model, cfg, schedule), cfg, per_mb)
     return {"tp": max(tp), "pp": max(pp), "dp": dp}
 
 
-def dp_volume(psi: float, cfg: ParallelConfig) -> float:
-    """2Ψ (all-reduce; ZeRO-1/2 reduce-scatter + all-gather) or 3Ψ (ZeRO-3), times (d−1)/d."""
+def dp_volume(psi: float, cfg: ParallelConfig, passes: int | None = None) -> float:
+    """Bytes per step, times (d−1)/d: 2Ψ (all-reduce; ZeRO-1/2 reduce-scatter + all-gather);
+    ZeRO-3 3Ψ per microbatch (``passes`` of them: M, or M per copy for DualPipe) when it
+    re-gathers per microbatch, Ψ + Ψ when it keeps the parameters gathered for the step."""
     d = cfg.dp
     if d <= 1:
         return 0.0
-    f = (d - 1) / d
+    gather, scatter = zero3_bytes(psi, cfg, cfg.microbatches if passes is None else passes)
     if cfg.zero >= 3:
-        return f * psi * (2 * cfg.bytes_param + cfg.bytes_grad)
-    return 2 * f * psi * cfg.bytes_grad
+        return (d - 1) / d * (gather + scatter)
+    return 2 * (d - 1) / d * psi * cfg.bytes_grad
+
+
+def zero3_bytes(psi: float, cfg: ParallelConfig, passes: int) -> tuple[float, float]:
+    """ZeRO-3's (all-gathered, reduce-scattered) full-size bytes per step for ``psi``
+    parameters: a ring moves (d−1)/d of each to every GPU."""
+    if cfg.zero3_regather == "per_step":
+        return psi * cfg.bytes_param, psi * cfg.bytes_grad
+    return 2 * passes * psi * cfg.bytes_param, passes * psi * cfg.bytes_grad
 
 
 def _max_params(model, cfg, schedule) -> float:
     from .accounting import stage_param_split
-    ranges = stage_layers(schedule, model.layers)
+    ranges = cfg.stage_ranges(schedule, model.layers)
     best = 0.0
     for r in range(schedule.P):
         stages = schedule.stages_of_rank(r)

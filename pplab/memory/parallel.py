@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..ir import Schedule
+from ..partition import stage_layers
 from ..registry import make_schedule
 from .model_spec import ModelSpec
 
@@ -15,6 +16,9 @@ from .model_spec import ModelSpec
 #: "stage" (GPipe's whole-stage re-materialization), measured but not in the parallel model
 RECOMPUTE = ("none", "selective", "full")
 RUNTIME_RECOMPUTE = RECOMPUTE + ("stage",)
+#: when ZeRO-3/FSDP gathers a stage's parameters under PP with M microbatches (see
+#: ``ParallelConfig``): again for every forward and backward, or once, kept for the whole step
+ZERO3_REGATHER = ("per_microbatch", "per_step")
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,16 @@ class ParallelConfig:
     DP replica. ``virtual`` is V, the stages (chunks) per pipeline rank; None lets the
     schedule pick its default (2 for interleaved, bfs, zbv, dualpipev; 1 otherwise).
     ``gpus`` is the total; None means TP×PP×DP.
+
+    ``zero3_regather`` (ZeRO-3 only): ``"per_microbatch"`` frees the gathered parameters after
+    each use, as the ZeRO paper's stage 3 and FSDP's default ``reshard_after_forward=True`` do,
+    so each forward and each backward of each microbatch all-gathers them again and each
+    backward reduce-scatters its gradients; ``"per_step"`` keeps them gathered from the first
+    forward to the last backward (FSDP2's ``reshard_after_forward=False``; torch's pipeline
+    schedules then also keep the unsharded gradients until the last backward), so one gather
+    and one reduce-scatter per step, but parameters and gradients are not sharded meanwhile.
+    ``first_layers`` / ``last_layers`` fix the layer counts of the model's first and last
+    pipeline stage (Megatron-LM's ``--decoder-first/last-pipeline-num-layers``).
     """
     tp: int = 1
     pp: int = 1
@@ -42,6 +56,9 @@ class ParallelConfig:
     bytes_grad: float = 2
     bytes_optim: float = 12
     bytes_act: float = 2             # bytes per activation value (Korthikanti assumes 16-bit)
+    zero3_regather: str = "per_microbatch"
+    first_layers: int | None = None
+    last_layers: int | None = None
 
     @property
     def num_gpus(self) -> int:
@@ -49,6 +66,10 @@ class ParallelConfig:
 
     def with_(self, **changes) -> "ParallelConfig":
         return replace(self, **changes)
+
+    def stage_ranges(self, schedule: Schedule, layers: int) -> list[range]:
+        """Layer range of every stage, with this layout's first/last stage counts."""
+        return stage_layers(schedule, layers, self.first_layers, self.last_layers)
 
     def make_schedule(self) -> Schedule:
         """The pipeline schedule; make_schedule raises ValueError for invalid P/M/V combos."""
@@ -64,6 +85,9 @@ class ParallelConfig:
                 raise ValueError(f"{name} must be ≥ 1, got {getattr(self, name)}")
         if self.zero not in (0, 1, 2, 3):
             raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3 (3 = FSDP), got {self.zero}")
+        if self.zero3_regather not in ZERO3_REGATHER:
+            raise ValueError(f"zero3_regather must be one of {', '.join(ZERO3_REGATHER)}, "
+                             f"got {self.zero3_regather!r}")
         if self.recompute not in RECOMPUTE:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
                              f"got {self.recompute!r}")
@@ -87,4 +111,5 @@ class ParallelConfig:
             raise ValueError(f"{sched.name} with PP={self.pp}, V={sched.V} cuts the model into "
                              f"{sched.stages_per_copy} stages but {model.name} has only "
                              f"{model.layers} layers; lower PP or V")
+        self.stage_ranges(sched, model.layers)          # raises for bad first/last counts
         return sched

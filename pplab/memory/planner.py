@@ -5,15 +5,20 @@ Step time = the simulated pipeline makespan (``pplab.simulate``: compute, bubble
 point-to-point hops on the critical path) + the part of the DP gradient traffic that the
 last backward cannot hide. TP traffic is added to every forward/backward: it sits on the
 critical path of each layer. Compute per microbatch per rank is
-FLOPs/token × tokens / (PP·TP) / (peak FLOP/s × efficiency), backward = 2 × forward.
+FLOPs/token × tokens / (PP·TP) / (peak FLOP/s × efficiency), backward = 2 × forward; each
+stage is scaled by its own FLOPs (the LM head on the last stage, uneven first/last layer
+counts), so the slowest stage paces the pipeline. ZeRO-3 comes in two modes
+(``ParallelConfig.zero3_regather``): re-gathered per microbatch its traffic stretches each
+F and B it outlasts; kept gathered for the step it is priced like ZeRO-1.
 
 Pruning keeps it quick: TP is a power of two inside one node, PP any divisor of the layers,
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
 simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
 the pipeline is in steady state; see ``_affine``).
 
-Speed (llama3-70b, s = 4096, 64 GPUs; 2-core shared box): 6.0 s CPU before, ≈ 2.4 s cold and
-0.2 s warm now. What changed, each tested against brute force or direct simulation:
+Speed (llama3-70b, s = 4096, 64 GPUs; 2-core shared box): 6.0 s CPU before, ≈ 0.65 s cold
+with equal stages, ≈ 2.2 s cold since stages carry their own cost (docs/memory.md). What
+changed, each tested against brute force or direct simulation:
 dominated recompute/ZeRO choices are not evaluated (``_evaluate``); schedules are generated
 only at the reduced M (validation and the bubble's chunk shares used the full M before); per-rank
 parameter counts, in-flight counts and estimates are cached; without p2p latency one
@@ -32,8 +37,9 @@ from ..registry import make_schedule, names, spec
 from ..simulate import Costs, simulate
 from ..partition import stage_layers
 from ..timeline import peak_inflight
-from .comm import Network, axis_bandwidths
+from .comm import Network, axis_bandwidths, zero3_bytes
 from .model_spec import ModelSpec
+from .accounting import states_bytes
 from .parallel import ParallelConfig
 
 SIM_MAX_M = 48
@@ -45,6 +51,11 @@ GROWING_PEAK = {"gpipe", "naive"}     # activation peak grows with M (all forwar
 # once M ≥ 2P (checked by simulation for P = 2..16): extrapolate from M and M + 2, not M + P.
 PERIOD_2 = {"zb-h1", "zbv"}
 SPLIT_BACKWARD = set(names(split_backward=True))
+# Uneven stages: past M = 4P each extra microbatch adds exactly the busiest rank's work for
+# zb-h1 and zbv (checked to 1e-14 against direct simulation at M = 240, P = 2..16, four
+# imbalance patterns, p2p latency 0, 0.05 and 0.3), and for 1f1b without p2p latency. 1f1b
+# with latency (up to 10% off), interleaved (4%) and dualpipev (19%) idle in steady state.
+SLOPE_EXACT = {"zb-h1", "zbv"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +83,9 @@ class Candidate:
         c = self.config
         v = f" V={c.virtual}" if c.virtual and c.virtual > 1 else ""
         head = (f"TP={c.tp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
-                f"b={c.microbatch} ZeRO-{c.zero} recompute={c.recompute}"
+                f"b={c.microbatch} ZeRO-{c.zero}"
+                f"{' kept' if c.zero == 3 and c.zero3_regather == 'per_step' else ''} "
+                f"recompute={c.recompute}"
                 f"{' SP' if c.sp else ''}")
         if not self.feasible:
             return f"{head}: {self.reason}"
@@ -115,16 +128,39 @@ def _affine(f, M: int, P: int, name: str) -> float:
     return fa + (M - Ma) * (fb - fa) / (Mb - Ma)
 
 
+def _affine_uneven(f, M: int, P: int) -> float:
+    """``_affine`` for uneven stages: their pipelines settle later, so the line goes through
+    M ≥ 4P and M + P (2P for odd P, whose V-shapes need M even): exact to 1e-14 against
+    direct simulation at M = 240 for every planner schedule, P = 2..16, four imbalance
+    patterns, p2p latency 0 and 0.05; from 2P or 3P it was off by up to 5%."""
+    lo, step = 4 * P, (P if P % 2 == 0 else 2 * P)
+    if M <= max(SIM_MAX_M, lo + step):
+        return f(M)
+    Ma = lo + (M - lo) % step
+    fa, fb = f(Ma), f(Ma + step)
+    return fa + (M - Ma) * (fb - fa) / step
+
+
 @lru_cache(maxsize=4096)
 def _schedule(name: str, P: int, M: int, V: int | None):
     return make_schedule(name, P, M, V)
 
 
-def _makespan_unit(name, P, M, V, tb, tw, comm) -> float:
+def _makespan_unit(name, P, M, V, tb, tw, comm, scale=None) -> float:
     """Makespan with tf = 1 (the simulation is scale-free: times scale together)."""
     if name == "gpipe":      # same bubble as 1F1B (Megatron-LM §2.2.1): share its simulation
         name = "1f1b"
     red = _reduced(M, P, name)
+    if scale is not None:    # uneven stages: the steady state is paced by the slowest one
+        lo = 4 * P
+        exact = name in SLOPE_EXACT or (name == "1f1b" and comm == 0)
+        if exact and M > max(SIM_MAX_M, lo + 2 * P):
+            Ma = lo + (M - lo) % (2 * P)
+            sch = _schedule(name, P, Ma, V)
+            per = max(sum(sch.chunk_fraction(st) * scale[st] for st in sch.stages_of_rank(r))
+                      for r in range(P))
+            return _sim(name, P, Ma, V, tb, tw, comm, scale) + (M - Ma) * (1 + tb) * per
+        return _affine_uneven(lambda m: _sim(name, P, m, V, tb, tw, comm, scale), M, P)
     if red is not None and comm == 0:
         # Without p2p latency the steady state has no idle time: every extra microbatch adds
         # exactly one forward + one full backward (tf = 1, tb includes W) to the makespan.
@@ -134,8 +170,26 @@ def _makespan_unit(name, P, M, V, tb, tw, comm) -> float:
 
 
 @lru_cache(maxsize=8192)
-def _sim(name, P, M, V, tb, tw, comm) -> float:
-    return simulate(_schedule(name, P, M, V), Costs(tf=1.0, tb=tb, tw=tw, comm=comm)).makespan
+def _sim(name, P, M, V, tb, tw, comm, scale=None) -> float:
+    costs = Costs(tf=1.0, tb=tb, tw=tw, comm=comm, stage_scale=scale)
+    return simulate(_schedule(name, P, M, V), costs).makespan
+
+
+@lru_cache(maxsize=4096)
+def _stage_scale(model: ModelSpec, name, P, M, V, first, last, seq) -> tuple | None:
+    """Each stage's forward FLOPs over the average stage's (None when all are equal): the
+    last stage also runs the LM head (2·V·h FLOPs per token, about 1.2 Llama-3-70B layers),
+    and ``first``/``last`` layer counts move layers off the ends. The slowest stage then sets
+    the pipeline's pace in the simulation (``Costs.stage_scale``)."""
+    sch = _schedule(name, P, M, V)
+    ranges = stage_layers(sch, model.layers, first, last)
+    s = seq or model.seq
+    layer = 2 * model.layer_params().total + 4 * model.hidden * s
+    head = 2 * model.vocab * model.hidden
+    mean = (model.layers * layer + head) / sch.stages_per_copy
+    out = tuple(round((len(ranges[st]) * layer + (head if sch.is_last(st) else 0)) / mean, 2)
+                for st in range(sch.num_stages))
+    return None if len(set(out)) == 1 else out
 
 
 def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
@@ -153,27 +207,69 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     scale = 1 + n_ar * layers_per_rank * ar / (tf + tb)   # TP traffic stretches every op
     tf_all, tb_all = tf * scale, tb * scale
     p2p = act / t / bw["pp"] if cfg.pp > 1 else 0.0
-    # W ≈ one forward's matmuls (Zero Bubble §2); only schedules that split B use it.
-    tw = 1.0 if cfg.schedule in SPLIT_BACKWARD else 0.0
-    # Ratios rounded so layouts that differ only slightly share one (scale-free) simulation.
-    makespan = tf_all * _makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
-                                       round(tb / tf, 1), tw, round(p2p / tf_all, 2))
+    key = _small_key(cfg)
+    stage_scale = _stage_scale(model, *key, cfg.first_layers, cfg.last_layers, seq)
+    z3 = _zero3_times(model, cfg, bw["dp"], tf_all, tb_all)
+    tf_run, tb_run = z3["tf_run"], z3["tb_run"]
+
+    def makespan_at(tf_, tb_):
+        # W ≈ one forward's matmuls (Zero Bubble §2); only schedules that split B use it.
+        # Ratios rounded so similar layouts share one (scale-free) simulation.
+        tw = 1.0 if cfg.schedule in SPLIT_BACKWARD else 0.0
+        return tf_ * _makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
+                                    round(tb_ / tf_, 1), min(tw, round(tb_ / tf_, 1)),
+                                    round(p2p / tf_, 2), stage_scale)
+    makespan = makespan_at(tf_run, tb_run)
     # Every rank runs each microbatch once through its L/P layers, whatever the placement:
     # V chunks of 1/V each, or DualPipe's two copies fed M/2 microbatches each. (Counting
     # stages × chunk share instead counted DualPipe's two directions twice and clamped to 0.)
     busy = cfg.microbatches * (tf_all + tb_all)
     bubble = max(0.0, 1 - busy / makespan) if makespan > 0 else 0.0
-    dp_bytes = _dp_bytes(model, cfg, seq)
-    dp_time = dp_bytes / bw["dp"]
-    dp_exposed = max(0.0, dp_time - tb_all)       # the last backward hides some of it
-    return {"step_time": makespan + dp_exposed, "makespan": makespan, "bubble_fraction": bubble,
-            "tf": tf_all, "tb": tb_all, "p2p": p2p, "dp_time": dp_time,
-            "dp_exposed": dp_exposed, "tp_time_per_allreduce": ar}
+    inside = cfg.zero >= 3 and cfg.zero3_regather == "per_microbatch"   # in the makespan
+    if cfg.zero >= 3:
+        dp_time, dp_exposed = z3["dp_time"], z3["exposed"]
+        if (tf_run, tb_run) != (tf_all, tb_all):     # gathers longer than compute stretch ops
+            dp_exposed = makespan - makespan_at(tf_all, tb_all)
+    else:
+        dp_time = _dp_bytes(model, cfg, seq) / bw["dp"]
+        dp_exposed = max(0.0, dp_time - tb_all)       # the last backward hides some of it
+    return {"step_time": makespan + (0.0 if inside else dp_exposed),
+            "makespan": makespan, "bubble_fraction": bubble, "tf": tf_all, "tb": tb_all,
+            "p2p": p2p, "dp_time": dp_time, "dp_exposed": dp_exposed,
+            "tp_time_per_allreduce": ar, "stage_scale": stage_scale}
+
+
+def _zero3_times(model, cfg, bw_dp, tf, tb) -> dict:
+    """How ZeRO-3's traffic meets the pipeline (seconds; nothing to do below ZeRO-3).
+
+    Per microbatch: every forward gathers the rank's parameters and every backward gathers
+    them again and reduce-scatters its gradients. FSDP prefetches the next layer's gather
+    while this one computes, so an op lasts the longer of its compute and its traffic
+    (``tf_run``, ``tb_run``). Per step: one gather and one reduce-scatter, Ψ + Ψ like
+    ZeRO-1's reduce-scatter + all-gather, and priced the same way (the last backward hides
+    part of it) so that the two, equal in bytes moved and held, also rank equal."""
+    out = {"tf_run": tf, "tb_run": tb, "dp_time": 0.0, "exposed": 0.0}
+    if cfg.zero < 3 or cfg.dp <= 1:
+        return out
+    key = _small_key(cfg)
+    psi = max(p for _, _, p in _rank_params(model, cfg.tp, *key, cfg.first_layers,
+                                            cfg.last_layers))
+    copies = _schedule(*key).copies
+    f = (cfg.dp - 1) / cfg.dp / bw_dp
+    if cfg.zero3_regather == "per_step":
+        g, r = (x * f for x in zero3_bytes(psi, cfg, 1))
+        return dict(out, dp_time=g + r, exposed=max(0.0, g + r - tb))
+    g, r = (x * f for x in zero3_bytes(psi / copies, cfg, 1))   # one pass: 2 gathers + 1 RS
+    passes = cfg.microbatches // copies * copies
+    return {"tf_run": max(tf, g / 2), "tb_run": max(tb, g / 2 + r),
+            "dp_time": passes * (g + r), "exposed": 0.0}
 
 
 def _dp_bytes(model, cfg, seq):
     from .comm import dp_volume
-    return dp_volume(max(psi for _, _, psi in _rank_params(model, cfg.tp, *_small_key(cfg))), cfg)
+    psi = max(p for _, _, p in _rank_params(model, cfg.tp, *_small_key(cfg), cfg.first_layers,
+                                            cfg.last_layers))
+    return dp_volume(psi, cfg)
 
 
 def _small_key(cfg):
@@ -182,12 +278,12 @@ def _small_key(cfg):
 
 
 @lru_cache(maxsize=4096)
-def _alive_states(name, P, M, V, layers) -> tuple:
+def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
     """Per rank, the distinct (layers alive, first-stage chunks alive, last-stage chunks alive)
     seen along its run order. Any per-layer and per-extra byte sizes then give the peak as
     the max of a dot product, without walking the schedule again."""
     sch = _schedule(name, P, M, V)
-    rg = stage_layers(sch, layers)
+    rg = stage_layers(sch, layers, first, last)
     dst = [(len(rg[st]), int(sch.is_first(st)), int(sch.is_last(st)))
            for st in range(sch.num_stages)]
     out = []
@@ -215,16 +311,17 @@ def _activation_peaks(model, cfg, M, seq):
                                     cfg.bytes_act),
          act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp),
          act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act))
-    states = _alive_states(cfg.schedule, cfg.pp, M, cfg.virtual, model.layers)
+    states = _alive_states(cfg.schedule, cfg.pp, M, cfg.virtual, model.layers, cfg.first_layers,
+                           cfg.last_layers)
     return [max(sum(x * y for x, y in zip(st, w)) for st in rank) for rank in states]
 
 
 @lru_cache(maxsize=4096)
-def _rank_params(model: ModelSpec, t: int, name, P, M, V) -> tuple:
+def _rank_params(model: ModelSpec, t: int, name, P, M, V, first=None, last=None) -> tuple:
     """Per rank: (stages, layers, parameters on one GPU before ZeRO) — cached per schedule."""
     from .accounting import stage_param_split
     sch = _schedule(name, P, M, V)
-    rg = stage_layers(sch, model.layers)
+    rg = stage_layers(sch, model.layers, first, last)
     out = []
     for r in range(sch.P):
         stages = sch.stages_of_rank(r)
@@ -246,7 +343,7 @@ def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
     generated at most twice per (schedule, P, M, V) and cached, and so are the per-rank
     parameter counts (they do not depend on recomputation, ZeRO or b).
     """
-    from .accounting import MemoryReport, RankMemory, model_states_bytes
+    from .accounting import MemoryReport, RankMemory, states_bytes
     red = _reduced(cfg.microbatches, cfg.pp, cfg.schedule)
     key = _small_key(cfg)
     if red is None:
@@ -261,10 +358,9 @@ def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
         f = (cfg.microbatches - red[0]) / (red[1] - red[0])
         peaks = [x + f * (y - x) for x, y in zip(a, b)]
     rep = MemoryReport(model, cfg, _schedule(*key))
-    for r, ((stages, nl, psi), pk, eq) in enumerate(zip(_rank_params(model, cfg.tp, *key), peaks,
-                                                        _equivalents(*key))):
-        p, g, o = model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
-                                     cfg.bytes_optim)
+    params = _rank_params(model, cfg.tp, *key, cfg.first_layers, cfg.last_layers)
+    for r, ((stages, nl, psi), pk, eq) in enumerate(zip(params, peaks, _equivalents(*key))):
+        p, g, o = states_bytes(model, psi, cfg)
         rep.per_rank.append(RankMemory(r, list(stages), nl, psi, p, g, o, pk, eq))
     return rep
 
@@ -289,11 +385,15 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                                        "gpipe"),
          virtual: tuple[int, ...] = (2, 4), zero_stages: tuple[int, ...] = (0, 1, 2, 3),
          recompute: tuple[str, ...] = ("none", "selective", "full"),
-         sp: bool = True, max_pp: int = 16) -> list[Candidate]:
+         sp: bool = True, max_pp: int = 16,
+         zero3_regather: tuple[str, ...] = ("per_microbatch", "per_step"),
+         first_layers: int | None = None, last_layers: int | None = None) -> list[Candidate]:
     """All candidate layouts, feasible ones first, fastest first; infeasible ones say why.
 
     ``global_batch`` counts sequences per step (default 8 per GPU); M = global_batch/(DP·b).
     ``max_pp`` caps the pipeline depth (Llama 3 405B trained with PP = 16, Llama 3 §3.3.1).
+    ``zero3_regather``: the ZeRO-3 modes to consider (``ParallelConfig.zero3_regather``).
+    ``first_layers``/``last_layers``: fixed layer counts of the first/last stage when PP > 1.
     """
     hw = hw or Hardware()
     if gpus < 1:
@@ -313,10 +413,12 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                                          f"global batch {gb} is not a multiple of DP×b = {d * b}"))
                     continue
                 M = gb // (d * b)
+                ends = (first_layers, last_layers) if p > 1 else (None, None)
+                zeros = _zero_options(zero_stages, zero3_regather, d)
                 for name in (schedules if p > 1 else ("1f1b",)):
                     for V in (virtual if spec(name).stages_per_rank == "any" else (None,)):
                         out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
-                                             sp and t > 1, zero_stages, hw, seq))
+                                             sp and t > 1, zeros, hw, seq, ends))
     out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
     return out
 
@@ -324,20 +426,38 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
 RC_ORDER = ("none", "selective", "full")      # cheapest in FLOPs first, most memory first
 
 
-def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq) -> list[Candidate]:
+def _zero_options(stages, regathers, d) -> list[tuple[int, str]]:
+    """(ZeRO stage, ZeRO-3 mode) pairs worth trying; ZeRO over one replica changes nothing."""
+    out = []
+    for z in stages:
+        if z > 0 and d == 1:
+            continue
+        out.extend((z, m) for m in (regathers if z == 3 else ("per_microbatch",)))
+    return out
+
+
+def _cheap(z, mode) -> bool:
+    """ZeRO-0/1/2, and ZeRO-3 kept gathered for the step: 2Ψ of traffic, the least there is."""
+    return z < 3 or mode == "per_step"
+
+
+def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
+              ends=(None, None)) -> list[Candidate]:
     """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V).
 
     Pruning by dominance (skipped candidates are not listed — they can never rank higher):
     recomputation only trades FLOPs for memory, so for one layout "none" is never slower than
     "selective", which is never slower than "full"; and ZeRO-0/1/2 move the same 2Ψ per step
-    (same time) while ZeRO-3 moves 3Ψ (never faster). So once a mode fits with ZeRO ≤ 2, every
-    more expensive mode is dominated; once it fits only with ZeRO-3, more expensive modes are
-    tried only with ZeRO ≤ 2 — unless that ZeRO-3 layout hides all its DP traffic (its step
-    time is then the makespan, which every costlier mode exceeds).
+    (same time) while ZeRO-3 re-gathering per microbatch moves 3MΨ (never faster); ZeRO-3 kept
+    gathered for the step moves 2Ψ and needs ZeRO-1's bytes, so it counts with the cheap ones.
+    So once a mode fits with a cheap choice, every more expensive mode is dominated; once it
+    fits only with per-microbatch ZeRO-3, more expensive modes are tried only with cheap ones
+    — unless that ZeRO-3 layout hides all its DP traffic (its step time is then the makespan,
+    which every costlier mode exceeds).
     """
     rcs = [rc for rc in RC_ORDER if rc in rcs]
     base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
-                          schedule=name, virtual=V)
+                          schedule=name, virtual=V, first_layers=ends[0], last_layers=ends[1])
     try:
         # validate at the reduced M: same residue mod 2P, so the same divisibility rules
         small = base.with_(microbatches=_small_key(base)[2])
@@ -345,20 +465,20 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq) -> list[Ca
     except ValueError as e:
         return [Candidate(base.with_(recompute=rc), False, str(e)) for rc in rcs]
     out = []
-    zs = [z for z in zeros if not (z > 0 and d == 1)]   # ZeRO over one replica changes nothing
-    fitted: set[int] = set()
+    zs = list(zeros)
+    fitted: set[tuple[int, str]] = set()
     for rc in rcs:
-        if any(z < 3 for z in fitted):
+        if any(_cheap(*z) for z in fitted):
             break
-        todo = [z for z in zs if not fitted or z < 3]
+        todo = [z for z in zs if not fitted or _cheap(*z)]
         if not todo:
             break
         rep0 = fast_memory(model, base.with_(recompute=rc), seq)
-        for z in todo:
-            cfg = base.with_(recompute=rc, zero=z)
+        for z, mode in todo:
+            cfg = base.with_(recompute=rc, zero=z, zero3_regather=mode)
             peak, rank = 0.0, 0
             for rm in rep0.per_rank:
-                pb, gb_, ob = _states(rm.params_count, cfg)
+                pb, gb_, ob = states_bytes(model, rm.params_count, cfg)
                 tot = pb + gb_ + ob + rm.activations
                 if tot > peak:
                     peak, rank = tot, rm.rank
@@ -366,7 +486,7 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq) -> list[Ca
                 out.append(Candidate(cfg, False, f"needs {peak / 1e9:.1f} GB on rank {rank} > "
                                                   f"{hw.memory / 1e9:.0f} GB", peak, rank))
                 continue
-            fitted.add(z)
+            fitted.add((z, mode))
             e = _estimate_cached(model, cfg.with_(zero=3 if z == 3 else 0), hw, seq)
             out.append(Candidate(cfg, True, "", peak, rank, e["step_time"], e["bubble_fraction"],
                                  e))
@@ -383,17 +503,12 @@ def _estimate_cached(model, cfg, hw, seq):
     return estimate(model, cfg, hw, seq)
 
 
-def _states(psi, cfg):
-    from .accounting import model_states_bytes
-    return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
-                              cfg.bytes_optim)
-
-
 #: what the step-time model does not see, printed next to every estimate
 LEAVES_OUT = (
     "kernel efficiency is one number (--efficiency); no per-kernel or small-matrix slowdown",
-    "the embedding and LM head are not timed (their parameters and memory are counted)",
-    "communication never overlaps compute except the DP reduce behind the last backward",
+    "the LM head is timed on the last stage, the embedding's lookup is not",
+    "communication never overlaps compute except the DP reduce behind the last backward "
+    "and ZeRO-3's prefetched gathers",
     "no congestion: each axis gets its link bandwidth alone; no latency per message",
     "no optimizer step time, no data loading, no stragglers or failures",
     "DualPipe's F&B pairs gain nothing from overlap (tfb = tf + tb); kernels that overlap "
@@ -417,9 +532,20 @@ def explain(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
          f"{ms(e['tp_time_per_allreduce'])}, 4 per layer per F+B)"),
         ("ideal pipeline", f"M·(tf+tb) = {M} × {ms(e['tf'] + e['tb'])} = "
          f"{ms(M * (e['tf'] + e['tb']))}"),
+        ("stage balance", "every stage costs the same" if not e["stage_scale"] else
+         f"slowest stage {max(e['stage_scale']):.2f}× the average (LM head on the last "
+         "stage, first/last layer counts); it paces the pipeline"),
         ("pipeline makespan", f"{ms(e['makespan'])} simulated ({cfg.schedule}, p2p hop "
          f"{ms(e['p2p'])}); bubble {e['bubble_fraction']:.1%}"),
-        ("DP gradient traffic", f"{ms(e['dp_time'])}, of which {ms(e['dp_exposed'])} is "
-         "not hidden behind the last backward"),
+        _dp_row(cfg, e, ms),
         ("step time", f"{ms(e['step_time'])} = makespan + exposed DP traffic"),
     ] + [("left out", item) for item in LEAVES_OUT]
+
+
+def _dp_row(cfg, e, ms) -> tuple[str, str]:
+    if cfg.zero >= 3 and cfg.zero3_regather == "per_microbatch":
+        return ("ZeRO-3 traffic", f"{ms(e['dp_time'])}: gathers for every F and B of every "
+                f"microbatch; {ms(e['dp_exposed'])} of it longer than the compute it hides "
+                "behind (already in the makespan)")
+    return ("DP gradient traffic", f"{ms(e['dp_time'])}, of which {ms(e['dp_exposed'])} is "
+            "not hidden behind the last backward")

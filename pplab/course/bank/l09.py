@@ -23,10 +23,13 @@ QUESTIONS = (
         "4096 tokens). What TP do the fastest layouts use?",
         options=(Option("TP = 8, the node size", "It fits easily, but TP traffic is paid on "
                         "every op."),
-                 Option("TP = 2", "Small TP, deep PP with a zero-bubble schedule and many "
-                        "microbatches.", True),
+                 Option("TP = 4", "Half the node: with ZeRO and selective recomputation the "
+                        "model fits with little or no pipeline.", True),
+                 Option("TP = 2", "Deep pipelines fit, but the stage holding the LM head is "
+                        "slower than the rest and sets the pace."),
                  Option("TP = 1", "Without TP the stages do not fit.")),
-        explain="At 512 sequences M is large, so PP's bubble is small and cheap TP wins."),
+        explain="TP = 4 pays half of TP = 8's all-reduce time per op; going below it needs a "
+                "deep pipeline, whose last stage also runs the 128k-vocabulary head."),
     Question(
         "09.q-order", "quiz", "choice",
         "Why is TP the innermost axis and PP the outermost?",
