@@ -52,6 +52,7 @@ def execute_lesson(path: Path, timeout: int = 300) -> None:
         for out in cell.outputs:
             if out.get("output_type") == "execute_result":
                 out["execution_count"] = n
+    nb.metadata.pop("widgets", None)      # nbclient stores the canvases' widget state here
     path.write_text(nbformat.writes(nb) + "\n")
 
 
