@@ -94,3 +94,60 @@ def test_render_cache_off_and_unhashable():
     cache(a=1)
     cache(a=[1])                                                    # unhashable: just calls
     assert len(calls) == 3 and not cache.entries
+
+
+def _ahead_values(canvas, name):
+    return sorted(dict(k)[name] for k in canvas.cache.ahead)
+
+
+def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
+    import asyncio
+
+    from pplab.canvases.timeline import timeline_canvas
+
+    async def student():
+        c = timeline_canvas("interleaved", 8, 32, 2)
+        c.cache.size = 0                                  # nothing kept once shown
+        c.cache.entries.clear()
+        c.controls["V"].value = 3                         # a step right: V=3 simulated
+        assert c.cache.served == {"fresh": 2, "cached": 0, "prefetched": 0}
+        for _ in range(4):
+            await asyncio.sleep(0)                        # the kernel waits for a message
+        assert _ahead_values(c, "V") == [2, 4]            # onward and back, both ready
+        c.controls["V"].value = 4
+        assert c.cache.served["prefetched"] == 1
+        assert c.view.scene == render("interleaved", 8, 32, 4, draw="scene")[0]
+        for _ in range(4):
+            await asyncio.sleep(0)
+        assert 3 in _ahead_values(c, "V") and 5 not in _ahead_values(c, "V")   # V=5: past the end
+        c.controls["V"].value = 3
+        assert c.cache.served["prefetched"] == 2
+        assert c.errors == []
+    asyncio.run(student())
+
+
+def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
+    import asyncio
+
+    from pplab.canvases.timeline import timeline_canvas
+
+    async def student():
+        c = timeline_canvas("interleaved", 8, 32, 2)
+        c.controls["V"].value = 3
+        c.controls["M"].value = 24                        # before the loop turns: V's are off
+        for _ in range(4):
+            await asyncio.sleep(0)
+        assert _ahead_values(c, "M") == [23, 25] and _ahead_values(c, "V") == [3, 3]
+        c.prefetcher.SLOW_S = 0.0                         # every render now counts as slow
+        c.controls["M"].value = 16
+        for _ in range(4):
+            await asyncio.sleep(0)
+        assert _ahead_values(c, "M") == [23, 25]          # nothing new
+    asyncio.run(student())
+
+
+def test_no_event_loop_no_prefetch():
+    from pplab.canvases.timeline import timeline_canvas
+    c = timeline_canvas("interleaved", 8, 32, 2)
+    c.controls["V"].value = 3
+    assert c.cache.ahead == {}

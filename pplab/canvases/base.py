@@ -12,6 +12,8 @@ functions over every slider value without a browser; the widgets only wire them 
 """
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -75,6 +77,7 @@ class Canvas:
     last_message: str = ""
     view: Any = None            # the SceneView the picture is drawn in (None: Output only)
     cache: Any = None           # the RenderCache of recent pictures
+    prefetcher: Any = None      # renders a slider step's neighbours while the kernel idles
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -123,31 +126,119 @@ def cost_sliders(w, tf, tb, tw, comm, fixed):
 class RenderCache:
     """The last few ``render_fn`` results by their arguments: sliding back to a setting
     seen a moment ago redraws without simulating again. The render functions are pure
-    (same arguments, same picture), so a cached picture is the one a fresh call makes."""
+    (same arguments, same picture), so a cached picture is the one a fresh call makes.
+
+    ``prefetch(**kw)`` renders a setting ahead of time into ``ahead`` (a few entries); the
+    next call with those arguments takes it from there. ``size=0`` keeps nothing once shown
+    (every move a first visit), though a prefetched picture is still used once.
+    """
+
+    AHEAD = 4
 
     def __init__(self, render_fn, size: int = 32):
-        self.render_fn, self.size, self.entries = render_fn, size, {}
+        self.render_fn, self.size, self.entries, self.ahead = render_fn, size, {}, {}
+        self.served = {"fresh": 0, "cached": 0, "prefetched": 0}
 
-    def __call__(self, **kw):
+    @staticmethod
+    def _key(kw):
+        key = tuple(sorted(kw.items()))
         try:
-            key = tuple(sorted(kw.items()))
             hash(key)
         except TypeError:                       # an unhashable argument: no caching
+            return None
+        return key
+
+    def __call__(self, **kw):
+        key = self._key(kw)
+        if key is None:
             return self.render_fn(**kw)
-        if key in self.entries:
-            self.entries[key] = self.entries.pop(key)         # most recent last
-            return self.entries[key]
-        result = self.render_fn(**kw)
-        self.entries[key] = result
-        if len(self.entries) > self.size:
-            self.entries.pop(next(iter(self.entries)))
+        if key in self.ahead:
+            result, how = self.ahead.pop(key), "prefetched"
+        elif key in self.entries:
+            result, how = self.entries.pop(key), "cached"
+        else:
+            result, how = self.render_fn(**kw), "fresh"
+        self.served[how] += 1
+        if self.size > 0:
+            self.entries[key] = result                        # most recent last
+            if len(self.entries) > self.size:
+                self.entries.pop(next(iter(self.entries)))
         return result
+
+    def prefetch(self, **kw) -> None:
+        """Render ``kw`` now unless it is already at hand; a failure is left for the real
+        call to report."""
+        key = self._key(kw)
+        if key is None or key in self.entries or key in self.ahead:
+            return
+        try:
+            self.ahead[key] = self.render_fn(**kw)
+        except Exception:
+            return
+        if len(self.ahead) > self.AHEAD:
+            self.ahead.pop(next(iter(self.ahead)))
+
+
+def _idle_loop():
+    """The event loop that runs between the kernel's messages, or None (a plain script or
+    test: nothing to prefetch in). In Pyodide the browser's loop runs the callbacks."""
+    import asyncio
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    if "pyodide" in sys.modules:
+        return asyncio.get_event_loop()
+    return None
+
+
+class Prefetcher:
+    """After a slider step, while the kernel waits for the next message, render the settings
+    one step further and one step back on that slider, so the next keyboard step finds its
+    picture ready (its simulation is most of a redraw). One render per loop turn, so a
+    message that arrives meanwhile waits for at most one; a newer move cancels the rest.
+    Skipped when a render is slow (a planner search): an idle kernel should stay idle."""
+
+    SLOW_S = 0.1
+
+    def __init__(self, cache: RenderCache, controls: dict, fixed_kw: dict):
+        self.cache, self.controls, self.fixed_kw = cache, controls, fixed_kw
+        self.enabled, self.generation = True, 0
+
+    def after_move(self, change, render_s: float) -> None:
+        self.generation += 1
+        if not self.enabled or render_s > self.SLOW_S or not isinstance(change, dict):
+            return
+        owner = change.get("owner")
+        name = next((k for k, c in self.controls.items() if c is owner), None)
+        if name is None or not hasattr(owner, "step") or not hasattr(owner, "max"):
+            return
+        loop = _idle_loop()
+        if loop is None:
+            return
+        direction = 1 if change["new"] >= change["old"] else -1
+        base = {k: c.value for k, c in self.controls.items()}
+        base.update(self.fixed_kw)
+        todo = []
+        for sign in (direction, -direction):       # onward first, then back
+            value = change["new"] + sign * owner.step
+            if owner.min <= value <= owner.max:
+                todo.append({**base, name: type(change["new"])(value)})
+        loop.call_soon(self._next, self.generation, todo, loop)
+
+    def _next(self, generation, todo, loop) -> None:
+        if generation != self.generation or not todo:
+            return
+        self.cache.prefetch(**todo.pop(0))
+        if todo:
+            loop.call_soon(self._next, generation, todo, loop)
 
 
 def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict,
                  cache_size: int = 32) -> Canvas:
     """Wire controls to ``render_fn(**values, **fixed_kw)`` → ``(picture, message)``;
-    the last ``cache_size`` results are kept (``canvas.cache``; 0 turns it off)."""
+    the last ``cache_size`` results are kept (``canvas.cache``; 0 turns it off) and the
+    neighbours of a slider step are rendered ahead while idle (``canvas.prefetcher``)."""
     import ipywidgets as w
 
     from .view import SceneView
@@ -157,18 +248,22 @@ def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict,
     canvas = Canvas(None, controls, lambda: None, message)
     canvas.view = view
     canvas.cache = RenderCache(render_fn, cache_size)
+    canvas.prefetcher = Prefetcher(canvas.cache, controls, fixed_kw)
 
-    def update(*_):
+    def update(change=None):
         kw = {k: c.value for k, c in controls.items()}
         kw.update(fixed_kw)
+        t0 = time.perf_counter()
         try:
             fig, msg = canvas.cache(**kw)
         except Exception as e:          # a bug: say so inline, record it for the tests
             canvas.errors.append((dict(kw), repr(e)))
             fig, msg = None, f"internal error (please report): {e!r}"
+        took = time.perf_counter() - t0
         canvas.last_message = msg
+        show_picture(view, out, fig)            # the picture first: it is what the eye waits on
         message.value = message_html(msg, fig is not None)
-        show_picture(view, out, fig)
+        canvas.prefetcher.after_move(change, took)
 
     for c in controls.values():
         c.observe(update, names="value")
@@ -188,4 +283,5 @@ def int_slider(description: str, value: int, bounds, width: str = "260px"):
 
 __all__ = ["Canvas", "CANVASES", "P_RANGE", "M_RANGE", "V_RANGE", "SCHEDULES", "summary",
            "simulate_or_message", "timeline_over_panel", "show_figure", "show_picture",
-           "message_html", "cost_sliders", "RenderCache", "build_canvas", "int_slider"]
+           "message_html", "cost_sliders", "RenderCache", "Prefetcher", "build_canvas",
+           "int_slider"]
