@@ -16,7 +16,7 @@ LESSONS = {
                              ["70,553,706,496"]),
     "07_where_memory_goes.ipynb": (["fsdp_canvas(", "memory_canvas("],
                                    ["ZeRO-1:  31.41 GB", "ZeRO-2:  16.64 GB", "ZeRO-3:   1.88 GB",
-                                    "ratio 1.50",
+                                    "( 1.50× plain DP)", "(12.00× plain DP)",
                                     "= 6.02 GB   (lecture: ≈ 7 GB)", "rank 0: 6.61 GB",
                                     "   0     10         8    2.40", "11.44  18.05"]),
     "08_activations_sp_recompute.ipynb": (["recompute_canvas("],
