@@ -100,6 +100,26 @@ def _ahead_values(canvas, name):
     return sorted(dict(k)[name] for k in canvas.cache.ahead)
 
 
+def _run_in_own_loop(student):
+    """``asyncio.run(student())`` in a thread of its own: in a full test session another
+    loop (pytest-playwright's) may already be running in this one."""
+    import asyncio
+    import threading
+    failure = []
+
+    def target():
+        try:
+            asyncio.run(student())
+        except BaseException as e:          # re-raised in the test's thread
+            failure.append(e)
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(timeout=120)
+    assert not t.is_alive(), "the event loop did not finish"
+    if failure:
+        raise failure[0]
+
+
 def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
     import asyncio
 
@@ -123,7 +143,7 @@ def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
         c.controls["V"].value = 3
         assert c.cache.served["prefetched"] == 2
         assert c.errors == []
-    asyncio.run(student())
+    _run_in_own_loop(student)
 
 
 def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
@@ -143,7 +163,7 @@ def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
         for _ in range(4):
             await asyncio.sleep(0)
         assert _ahead_values(c, "M") == [23, 25]          # nothing new
-    asyncio.run(student())
+    _run_in_own_loop(student)
 
 
 def test_no_event_loop_no_prefetch():
