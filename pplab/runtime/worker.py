@@ -80,7 +80,8 @@ class RankRunner:
         self.in_order = cfg.comm == "in-order" or (cfg.comm == "auto" and device.type == "cuda")
         row = lower(s, "in-order" if self.in_order else "up-front")[rank]
         self.program = self.controls.program(row, lambda c: self._rank_of(c.peer_stage))
-        self.costs = emulated_costs(cfg.emulate) if cfg.emulate else None
+        # the emulated duration of each op, with the per-stage scales worked out once
+        self.emulated = emulated_costs(cfg.emulate).duration_fn(s) if cfg.emulate else None
         self.pad = bool(cfg.emulate) and cfg.emulate.get("mode", "add") == "pad"
         self._build_model()
         self.start_step, self.steps_done = 0, 0
@@ -157,9 +158,9 @@ class RankRunner:
         t0 = now()
         for a in op.parts:
             self.compute[a.kind](a, st, k)
-        if self.costs is not None:
+        if self.emulated is not None:
             # "add": compute, then sleep the emulated duration; "pad": sleep only what is left
-            d = self.costs.duration(self.sched, op) - (now() - t0 if self.pad else 0.0)
+            d = self.emulated(op) - (now() - t0 if self.pad else 0.0)
             if d > 0:
                 time.sleep(d)
         if self.device.type == "cuda":
