@@ -118,22 +118,26 @@ class Timeline:
     def busy(self) -> list[float]:
         return self._extent()[2]
 
+    def _capacity_and_work(self) -> tuple[float, float]:
+        """(ranks × makespan, busy time summed over ranks): every bubble metric is made of
+        these two."""
+        start, end, busy = self._extent()
+        return self.num_ranks * (end - start), sum(busy)
+
     @property
     def idle(self) -> float:
-        start, end, busy = self._extent()
-        return self.num_ranks * (end - start) - sum(busy)
+        capacity, work = self._capacity_and_work()
+        return capacity - work
 
     @property
     def bubble_fraction(self) -> float:
-        start, end, busy = self._extent()
-        total = self.num_ranks * (end - start)
-        return (total - sum(busy)) / total if total > 0 else 0.0
+        capacity, work = self._capacity_and_work()
+        return (capacity - work) / capacity if capacity > 0 else 0.0
 
     @property
     def bubble_ratio(self) -> float:
-        start, end, busy = self._extent()
-        work = sum(busy)
-        return (self.num_ranks * (end - start) - work) / work if work > 0 else 0.0
+        capacity, work = self._capacity_and_work()
+        return (capacity - work) / work if work > 0 else 0.0
 
     @property
     def spans(self) -> list[float]:
