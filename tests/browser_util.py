@@ -356,7 +356,10 @@ def ensure_site(site: Path) -> Path:
     pplab/ or the lessons."""
     sources = [p for d in ("pplab", "notebooks", "tools") for p in (ROOT / d).rglob("*")
                if p.is_file() and "__pycache__" not in p.parts]
-    stamp = site / ".pplab-built"                  # tools/build_site.py writes it last
+    if str(ROOT / "tools") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tools"))
+    from build_site import BUILT_STAMP             # written last by the build
+    stamp = site / BUILT_STAMP
     if not stamp.exists() or stamp.stat().st_mtime < max(p.stat().st_mtime for p in sources):
         subprocess.run([sys.executable, str(ROOT / "tools" / "build_site.py"), str(site)],
                        check=True)
