@@ -127,6 +127,7 @@ def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
 
     async def student():
         c = timeline_canvas("interleaved", 8, 32, 2)
+        c.prefetcher.SLOW_S = float("inf")                # a busy test machine is not "slow"
         c.cache.size = 0                                  # nothing kept once shown
         c.cache.entries.clear()
         c.controls["V"].value = 3                         # a step right: V=3 simulated
@@ -153,6 +154,7 @@ def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
 
     async def student():
         c = timeline_canvas("interleaved", 8, 32, 2)
+        c.prefetcher.SLOW_S = float("inf")
         c.controls["V"].value = 3
         c.controls["M"].value = 24                        # before the loop turns: V's are off
         for _ in range(4):
