@@ -1,16 +1,17 @@
-"""``pplab grade SUBMITTED_DIR --out grades.csv``: autograde a class with nbgrader.
+"""``pplab grade SUBMITTED_DIR --out grades.csv``: autograde a class with nbgrader, every
+submission in a sandbox of its own, verdicts in this process (docs/teaching.md).
 
-SUBMITTED_DIR is nbgrader's layout, ``<student>/<assignment>/<notebook>.ipynb``. Without
-``--course`` a scratch course is made from the source notebooks (``solutions/``); with it,
-the instructor's own course directory and gradebook are used. A notebook that is missing,
-hangs past ``--timeout`` or cannot be graded scores 0 on its tasks with the reason in the
-feedback, and the run goes on.
+SUBMITTED_DIR is nbgrader's layout, ``<student>/<assignment>/<notebook>.ipynb``; it is only
+ever read. Without ``--course`` a scratch course is made from the source notebooks
+(``solutions/``); with it, the instructor's own course and gradebook are used. ``-j N``
+grades N submissions at once (default: the cores); ``--slurm`` sends one Slurm job per
+submission through submitit; ``--resume`` after a killed run grades only what is missing.
+Where no sandbox can be made it refuses, unless ``--no-sandbox`` says to grade without one.
 """
 from __future__ import annotations
 
+import os
 import secrets
-import shutil
-import tempfile
 from pathlib import Path
 
 from . import UsageError
@@ -30,6 +31,18 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook")
     p.add_argument("--cell-timeout", type=int, default=180, help="seconds per cell")
     p.add_argument("--seed", type=int, help="seed of the hidden cases (default: drawn now)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
+                   help="submissions graded at once (default: the cores)")
+    p.add_argument("--slurm", action="store_true",
+                   help="one Slurm job per submission, submitted with submitit")
+    p.add_argument("--slurm-partition", help="partition for --slurm (default: the cluster's)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep what a killed run finished; grade the rest with its seed")
+    p.add_argument("--memory", type=float, default=3.0,
+                   help="GiB of address space per sandboxed process (default 3)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="grade without bubblewrap (only where none can be made; the student's "
+                        "code then runs as you, with your file access)")
 
 
 def _check(args) -> tuple[Path, Path, Path | None, Path]:
@@ -45,55 +58,31 @@ def _check(args) -> tuple[Path, Path, Path | None, Path]:
         raise UsageError(f"--course {course} is not a folder")
     if not source.is_dir():
         raise UsageError(f"no source notebooks in {source}")
-    if args.timeout <= 0 or args.cell_timeout <= 0:
-        raise UsageError("--timeout and --cell-timeout must be positive")
+    if args.timeout <= 0 or args.cell_timeout <= 0 or args.jobs < 1 or args.memory <= 0:
+        raise UsageError("--timeout, --cell-timeout, --jobs and --memory must be positive")
+    if not any(p.is_dir() for p in submitted.iterdir()):
+        raise UsageError(f"no student folders in {submitted}")
     return submitted, out, course, source
 
 
-def grade_assignment(root, submitted, student, assignment, source, feedback_dir, args):
-    """Rows for one student's assignment; writes its feedback."""
-    from ..grading import course, scores
-    rows = []
-    for nb in sorted((source / assignment).glob("*.ipynb")):
-        tasks = scores.graded_tasks(nb)
-        if not (submitted / student / assignment / nb.name).exists():
-            ok, why = False, f"{assignment}/{nb.name} was not submitted"
-        else:
-            ok, why = course.autograde(root, submitted, student, assignment, args.timeout,
-                                       args.cell_timeout, args.seed)
-        if ok:
-            course.feedback(root, student, assignment)
-            got = scores.scores(root, student, assignment, nb.stem, tasks)
-        else:
-            print(f"  {assignment}: 0 on every task — {why}")
-            scores.write_note(feedback_dir / student / assignment, assignment, why, tasks)
-            got = [(t, 0.0, p) for t, p in tasks]
-        rows += [(student, assignment, t, s, m) for t, s, m in got]
-    return rows
-
-
 def main(args) -> int:
-    from ..grading import course, scores
+    from ..grading.classroom import Options, grade_class
+    from ..grading.sandbox import unavailable
     submitted, out, course_dir, source = _check(args)
-    args.seed = secrets.randbits(32) if args.seed is None else args.seed
-    feedback_dir = Path(args.feedback) if args.feedback else out.parent / "feedback"
-    students = sorted(p.name for p in submitted.iterdir() if p.is_dir())
-    if not students:
-        raise UsageError(f"no student folders in {submitted}")
-    with tempfile.TemporaryDirectory(prefix="pplab-grade-") as tmp:
-        root = course_dir.resolve() if course_dir else Path(tmp)
-        names = course.assignments(source) if course_dir else course.scratch_course(source, root)
-        print(f"grading {len(students)} students × {len(names)} assignments "
-              f"(hidden-case seed {args.seed})", flush=True)
-        rows = []
-        for k, student in enumerate(students, 1):
-            print(f"student {k} of {len(students)}: {student}", flush=True)
-            for name in names:
-                rows += grade_assignment(root, submitted, student, name, source,
-                                         feedback_dir, args)
-            made = root / "feedback" / student
-            if made.is_dir():
-                shutil.copytree(made, feedback_dir / student, dirs_exist_ok=True)
-    scores.write_csv(out, rows)
-    print(f"wrote {out} ({len(rows)} rows) and feedback in {feedback_dir}")
-    return 0
+    if not args.no_sandbox:
+        why = unavailable()
+        if why:
+            raise UsageError(f"cannot sandbox the submissions: {why}. Fix that, or pass "
+                             "--no-sandbox to grade without one (their code then runs as you)")
+    if args.slurm:
+        from ..slurm import unavailable_reason
+        why = unavailable_reason()
+        if why:
+            raise UsageError(f"--slurm: {why}")
+    opts = Options(submitted=submitted, out=out, source=source, course_dir=course_dir,
+                   seed=secrets.randbits(32) if args.seed is None else args.seed,
+                   jobs=args.jobs, timeout=args.timeout, cell_timeout=args.cell_timeout,
+                   sandbox=not args.no_sandbox, slurm=args.slurm, resume=args.resume,
+                   feedback=Path(args.feedback) if args.feedback else None,
+                   memory_gb=args.memory, slurm_partition=args.slurm_partition)
+    return grade_class(opts)

@@ -11,21 +11,39 @@ from __future__ import annotations
 
 import functools
 import importlib
+import pkgutil
 import sys
 import types
 from contextlib import contextmanager
 
-#: what every task blocks: the schedule table and generators, closed forms, and the graders'
-#: own reference helpers (the answer key)
-ALWAYS = (
-    "registry.make_schedule", "schedules.classic.*", "schedules.interleaved.*",
-    "schedules.zero_bubble.*", "schedules.dualpipe.*", "schedules.interleaved_zb.*",
-    "schedules.controllable.*", "schedules.greedy.*", "search.*", "closed_forms.*",
+#: the graders' own reference helpers: the answer key
+ANSWER_KEYS = (
     "exercises.pipeline.reference_plan", "exercises.pipeline.steady_state_pairs",
-    "exercises.memory.expected_1f1b_peak", "exercises.schedules.count_p2p",
-    "exercises.schedules._reference_layers", "exercises.derive.reference_*",
-    "exercises.puzzles.reference_*",
+    "exercises.memory.expected_1f1b_peak", "exercises.memory.step_bound",
+    "exercises.schedules.count_p2p", "exercises.schedules._reference_layers",
+    "exercises.derive.reference_*", "exercises.puzzles.builtin_scores",
+    "runtime.exercises.reference_*",
 )
+
+
+def _from_registry() -> tuple[str, ...]:
+    """Every schedule generator's module and every closed form's module, as the registry
+    knows them, plus the table that builds schedules by name and the schedule search."""
+    from ..registry import SPECS
+    modules = {s.generator.__module__ for s in SPECS}
+    for package in {m.rpartition(".")[0] for m in modules if m.count(".") >= 2}:
+        path = importlib.import_module(package).__path__
+        modules |= {f"{package}.{info.name}" for info in pkgutil.iter_modules(path)}
+    modules |= {s.excess.__module__ for s in SPECS if s.excess is not None}
+    own = __name__.split(".")[0] + "."
+    return tuple(sorted(f"{m[len(own):]}.*" for m in modules)) + (
+        "registry.make_schedule", "search.*")
+
+
+def always() -> tuple[str, ...]:
+    """What every derive-it task blocks: the schedule table and generators, closed forms,
+    and the answer key."""
+    return _from_registry() + ANSWER_KEYS
 
 
 class LibraryCallBlocked(AssertionError):
@@ -40,6 +58,8 @@ def _functions(package: str, pattern: str):
     """(public path, function) pairs that ``pattern`` names inside ``package``."""
     mod_name, _, attr = pattern.rpartition(".")
     module = sys.modules.get(f"{package}.{mod_name}")
+    if module is None and mod_name.startswith("runtime."):
+        return      # torch-backed: blocked in the grading sandbox's files, not in-process
     if module is None:
         try:
             module = importlib.import_module(f"{package}.{mod_name}")
@@ -118,8 +138,8 @@ _CURRENT: list[tuple[str, ...]] = [()]
 
 @contextmanager
 def blocking(patterns):
-    """Within a grader: make ``call`` block ``ALWAYS`` plus ``patterns``."""
-    _CURRENT.append(ALWAYS + tuple(patterns))
+    """Within a grader: make ``call`` block :func:`always` plus ``patterns``."""
+    _CURRENT.append(always() + tuple(patterns))
     try:
         yield
     finally:
@@ -147,13 +167,19 @@ def call(fn, *args, **kwargs):
     return result
 
 
-def derive_without(*patterns):
-    """Decorate a grader: while it calls the student's code, ``ALWAYS`` and ``patterns`` are
-    blocked (the grader's own reference computations run unblocked)."""
+def derive_without(*patterns, whole_library: bool = True):
+    """Decorate a grader: while it calls the student's code, :func:`always` and ``patterns``
+    are blocked (the grader's own reference computations run unblocked).
+
+    ``run.blocked()`` lists what the grading sandbox cuts out of its copy of pplab for this
+    task: everything above, or with ``whole_library=False`` (a task whose honest answer
+    uses the library, e.g. the planner's ``estimate`` building schedules) only
+    ``patterns`` and the answer key."""
     def wrap(check):
         @functools.wraps(check)
         def run(*args, **kwargs):
             with blocking(patterns):
                 return check(*args, **kwargs)
+        run.blocked = lambda: (always() if whole_library else ANSWER_KEYS) + tuple(patterns)
         return run
     return wrap

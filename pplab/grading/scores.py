@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import shutil
 from pathlib import Path
 
 COLUMNS = ["student", "assignment", "task", "score", "max_score"]
@@ -49,3 +50,23 @@ def write_note(folder: Path, assignment: str, reason: str, tasks) -> Path:
                     f"<p>{html.escape(reason)}</p><p>These tasks score 0:</p><ul>{items}</ul>"
                     "</body></html>\n")
     return path
+
+
+def record(course_dir: Path, student: str, assignment: str, work: Path, notebooks: list,
+           got: list) -> None:
+    """Write a job's scores into the instructor's own gradebook (jobs grade in private
+    copies, so only this process ever writes it) and keep the autograded notebook there."""
+    from nbgrader.api import Gradebook
+    score = {task: s for task, s, _ in got}
+    with Gradebook(f"sqlite:///{Path(course_dir) / 'gradebook.db'}") as gb:
+        gb.update_or_create_student(student)
+        gb.update_or_create_submission(assignment, student)
+        for nb in notebooks:
+            for task, _ in nb["tasks"]:
+                grade = gb.find_grade(task, nb["name"], assignment, student)
+                grade.auto_score = score.get(task, 0.0)
+                grade.needs_manual_grade = False
+        gb.db.commit()
+    done = Path(course_dir) / "autograded" / student / assignment
+    if (work / "autograded").is_dir():
+        shutil.copytree(work / "autograded", done, dirs_exist_ok=True)

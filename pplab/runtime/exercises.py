@@ -103,13 +103,47 @@ def _compare_grads(outs, want: list[dict], label: str) -> None:
                       "output.backward(received_gradient).")
 
 
+def _shapes(task: str, cases) -> list[dict]:
+    return [_shape(seed, 1 if task != "step" else 2 + seed % 3) for seed in cases]
+
+
+def _as_data(t):
+    return t.detach().tolist() if isinstance(t, torch.Tensor) else t
+
+
+def _as_tensor(x):
+    return x if isinstance(x, torch.Tensor) or x is None else torch.tensor(x)
+
+
+def _collect_p2p(task: str):
+    """Run the student's functions on 2 gloo processes; per case and rank, the loss and
+    gradients as plain data (the grading sandbox runs this; the grader compares)."""
+    def run(fns: dict, cases) -> list:
+        sources = {name: _source(fn, name) for name, fn in fns.items()}
+        return [[{"loss": float(o["loss"]) if o.get("loss") is not None else None,
+                  "grads": {n: _as_data(g) for n, g in o.get("grads", {}).items()}}
+                 for o in outs]
+                for outs in run_two_ranks(task, sources, _shapes(task, cases))]
+    return run
+
+
+def collect(kind: str, fns: dict, cases) -> list:
+    """What the student's functions produce on ``cases``: computed here, or by the grading
+    sandbox when the functions live there (they are then remote handles)."""
+    remote = next((f for f in fns.values() if hasattr(f, "collect")), None)
+    if remote is not None:
+        return remote.collect(kind, fns, list(cases))
+    return COLLECTORS[kind](fns, list(cases))
+
+
 def _grade_p2p(task: str, fns: dict, cases, label: str) -> bool:
-    sources = {name: _source(fn, name) for name, fn in fns.items()}
-    shapes = [_shape(seed, 1 if task != "step" else 2 + seed % 3) for seed in cases]
-    for shape, outs in zip(shapes, run_two_ranks(task, sources, shapes)):
+    outputs = collect(f"p2p-{task}", fns, cases)
+    for shape, outs in zip(_shapes(task, cases), outputs):
+        outs = [{"loss": o["loss"], "grads": {n: _as_tensor(g) for n, g in o["grads"].items()}}
+                for o in outs]
         loss, grads = reference_grads(shape["seed"], shape["dims"], shape["batch"])
-        if abs(outs[1]["loss"] - loss) > 1e-5 * max(1.0, abs(loss)):
-            _fail(f"{label}: the last rank's loss is {outs[1]['loss']:.6g}, one process gets "
+        if outs[1]["loss"] is None or abs(outs[1]["loss"] - loss) > 1e-5 * max(1.0, abs(loss)):
+            _fail(f"{label}: the last rank's loss is {outs[1]['loss']}, one process gets "
                   f"{loss:.6g}. Hint: rank 1 must receive rank 0's output (dist.recv into a "
                   "tensor of the right shape) and run its stage on it.")
         if task != "forward":
@@ -155,17 +189,38 @@ def _grads_of(stages) -> list[dict]:
              for n, p in s.named_parameters()} for s in stages]
 
 
+def _grads_data(stages) -> list[dict]:
+    return [{n: _as_data(g) for n, g in w.items()} for w in _grads_of(stages)]
+
+
+def _grads_back(data) -> list[dict]:
+    return [{n: _as_tensor(g) for n, g in w.items()} for w in data]
+
+
+def _collect_full_batch(uneven: bool):
+    """Each case's stage gradients after the student's ``fn(stages, x, y, M)``."""
+    def run(fns: dict, cases) -> list:
+        out = []
+        for seed in cases:
+            M, batch, dims = _bug_case(seed, uneven)
+            stages = build_stages(seed, dims)
+            x, y = make_data(seed, batch, dims)
+            _call(fns["fn"], stages, x, y, M)
+            out.append(_grads_data(stages))
+        return out
+    return run
+
+
 def _check_against_full_batch(fn, cases, uneven: bool, label: str, hint: str) -> bool:
-    for seed in cases:
+    outputs = collect("full-batch-uneven" if uneven else "full-batch", {"fn": fn}, cases)
+    for seed, data in zip(cases, outputs):
         M, batch, dims = _bug_case(seed, uneven)
         _, want = reference_grads(seed, dims, batch)
-        stages = build_stages(seed, dims)
-        x, y = make_data(seed, batch, dims)
-        _call(fn, stages, x, y, M)
-        for s, (got, ref) in enumerate(zip(_grads_of(stages), want)):
+        for s, (got, ref) in enumerate(zip(_grads_back(data), want)):
             for name, g in ref.items():
-                if got[name] is None or not torch.allclose(got[name], g, rtol=1e-4, atol=1e-6):
-                    ratio = (float(got[name].norm() / g.norm()) if got[name] is not None
+                if got.get(name) is None or not torch.allclose(got[name], g, rtol=1e-4,
+                                                                atol=1e-6):
+                    ratio = (float(got[name].norm() / g.norm()) if got.get(name) is not None
                              else 0.0)
                     _fail(f"{label}: with M={M} microbatches of a batch of {batch}, stage {s}'s "
                           f"{name} gradient is {ratio:.3g}× the non-pipelined one. Hint: {hint}")
@@ -191,25 +246,35 @@ def check_uneven_microbatches(pipelined_grads, cases=(0,)) -> bool:
         "than a large one's; weight each microbatch by its share of the samples")
 
 
+def _collect_dp_average(fns: dict, cases) -> list:
+    """Each case's replicas' gradients after the student's ``fn(replicas)``."""
+    out = []
+    for seed in cases:
+        M, batch, dims = _bug_case(seed, False)
+        dp = 2 + seed % 3
+        x, y = make_data(seed, dp * batch, dims)
+        replicas = [build_stages(seed, dims) for _ in range(dp)]
+        for stages, xs, ys in zip(replicas, x.chunk(dp), y.chunk(dp)):
+            nn.functional.mse_loss(stages[1](stages[0](xs)), ys).backward()
+        _call(fns["fn"], replicas)
+        out.append([_grads_data(stages) for stages in replicas])
+    return out
+
+
 @derive_without()
 def check_dp_average(allreduce_grads, cases=(0,)) -> bool:
     """``allreduce_grads(replicas)``: after each data-parallel replica (a list of stages) ran
     its shard, make every replica's gradients those of the whole batch."""
-    for seed in cases:
+    outputs = collect("dp-average", {"fn": allreduce_grads}, cases)
+    for seed, data in zip(cases, outputs):
         M, batch, dims = _bug_case(seed, False)
         dp = 2 + seed % 3
-        batch = dp * batch
-        _, want = reference_grads(seed, dims, batch)
-        x, y = make_data(seed, batch, dims)
-        replicas = [build_stages(seed, dims) for _ in range(dp)]
-        for stages, xs, ys in zip(replicas, x.chunk(dp), y.chunk(dp)):
-            nn.functional.mse_loss(stages[1](stages[0](xs)), ys).backward()
-        _call(allreduce_grads, replicas)
-        for r, stages in enumerate(replicas):
-            for s, (got, ref) in enumerate(zip(_grads_of(stages), want)):
+        _, want = reference_grads(seed, dims, dp * batch)
+        for r, grads in enumerate(data):
+            for s, (got, ref) in enumerate(zip(_grads_back(grads), want)):
                 for name, g in ref.items():
-                    if got[name] is None or not torch.allclose(got[name], g, rtol=1e-4,
-                                                               atol=1e-6):
+                    if got.get(name) is None or not torch.allclose(got[name], g, rtol=1e-4,
+                                                                    atol=1e-6):
                         _fail(f"allreduce_grads: with DP={dp}, replica {r} stage {s}'s {name} "
                               "is not the whole batch's gradient. Hint: each replica's loss is "
                               "a mean over its shard; the all-reduce sums, so divide by DP.")
@@ -218,28 +283,59 @@ def check_dp_average(allreduce_grads, cases=(0,)) -> bool:
     return True
 
 
-@derive_without()
-def check_global_clip(clip_pipeline_grads, cases=(0,)) -> bool:
-    """``clip_pipeline_grads(stages, max_norm)``: clip by the norm over *all* stages, as one
-    model would (each pipeline rank sees only its own stage)."""
+def _unclipped(seed: int):
+    """A case's stages after one backward, their gradients, and the clip (half the largest
+    stage norm, so clipping always bites)."""
+    M, batch, dims = _bug_case(seed, False)
+    stages = build_stages(seed, dims)
+    x, y = make_data(seed, batch, dims)
+    nn.functional.mse_loss(stages[1](stages[0](x)), y).backward()
+    want = _grads_of(stages)
+    norms = [sum(float(g.pow(2).sum()) for g in w.values()) ** 0.5 for w in want]
+    return want, 0.5 * max(norms)
+
+
+def _collect_global_clip(fns: dict, cases) -> list:
+    out = []
     for seed in cases:
         M, batch, dims = _bug_case(seed, False)
         stages = build_stages(seed, dims)
         x, y = make_data(seed, batch, dims)
         nn.functional.mse_loss(stages[1](stages[0](x)), y).backward()
-        want = _grads_of(stages)
+        norms = [sum(float(p.grad.pow(2).sum()) for p in st.parameters()) ** 0.5
+                 for st in stages]
+        _call(fns["fn"], stages, 0.5 * max(norms))
+        out.append(_grads_data(stages))
+    return out
+
+
+@derive_without()
+def check_global_clip(clip_pipeline_grads, cases=(0,)) -> bool:
+    """``clip_pipeline_grads(stages, max_norm)``: clip by the norm over *all* stages, as one
+    model would (each pipeline rank sees only its own stage)."""
+    outputs = collect("global-clip", {"fn": clip_pipeline_grads}, cases)
+    for seed, data in zip(cases, outputs):
+        want, max_norm = _unclipped(seed)
         norms = [sum(float(g.pow(2).sum()) for g in w.values()) ** 0.5 for w in want]
         total = sum(n * n for n in norms) ** 0.5
-        max_norm = 0.5 * max(norms)
         scale = min(1.0, max_norm / (total + 1e-6))
         want = [{n: g * scale for n, g in w.items()} for w in want]
-        _call(clip_pipeline_grads, stages, max_norm)
-        for s, (got, ref) in enumerate(zip(_grads_of(stages), want)):
+        for s, (got, ref) in enumerate(zip(_grads_back(data), want)):
             for name, g in ref.items():
-                if not torch.allclose(got[name], g, rtol=1e-4, atol=1e-7):
+                if got.get(name) is None or not torch.allclose(got[name], g, rtol=1e-4,
+                                                                atol=1e-7):
                     _fail(f"clip_pipeline_grads: stage {s}'s {name} is not what clipping the "
                           f"whole model to {max_norm:.4g} gives (stage norms {norms}). Hint: "
                           "the norm is the square root of the sum of every stage's squared "
                           "norm; scale all stages by the same factor.")
     print(f"clip_pipeline_grads: matches whole-model clipping on {len(cases)} drawn case(s) ✓")
     return True
+
+
+#: what the grading sandbox may be asked to run on the student's functions
+COLLECTORS = {
+    "p2p-forward": _collect_p2p("forward"), "p2p-backward": _collect_p2p("backward"),
+    "p2p-step": _collect_p2p("step"),
+    "full-batch": _collect_full_batch(False), "full-batch-uneven": _collect_full_batch(True),
+    "dp-average": _collect_dp_average, "global-clip": _collect_global_clip,
+}

@@ -1,0 +1,206 @@
+"""Grade a class: one job (:mod:`.job`) per (student, assignment), run N at a time here or
+one Slurm job each through submitit, with progress, an ETA, and results that survive a
+killed run.
+
+Layout next to ``--out`` (``grades.csv``): ``grades.csv.parts/`` holds ``run.json`` (the
+seed and sources, so ``--resume`` grades the rest exactly as the first part was graded),
+``master/`` (the scratch nbgrader course every job copies), and ``results/<student>/
+<assignment>.json`` written atomically as each job ends. The CSV and feedback are built
+from the results at the end, so they always match them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import course, scores
+from .job import write_atomic
+
+
+@dataclass
+class Options:
+    submitted: Path
+    out: Path
+    source: Path
+    course_dir: Path | None
+    seed: int
+    jobs: int
+    timeout: float
+    cell_timeout: int
+    sandbox: bool = True
+    slurm: bool = False
+    resume: bool = False
+    feedback: Path | None = None
+    memory_gb: float = 3.0
+    slurm_partition: str | None = None
+
+
+def _state(opts: Options) -> Path:
+    return opts.out.parent / f"{opts.out.name}.parts"
+
+
+def prepare(opts: Options) -> tuple[Path, list[str]]:
+    """The state folder with its master course; with ``resume``, the first run's seed."""
+    state = _state(opts)
+    run_file = state / "run.json"
+    if opts.resume and run_file.exists():
+        opts.seed = json.loads(run_file.read_text())["seed"]
+    else:
+        shutil.rmtree(state, ignore_errors=True)
+    master = state / "master"
+    if not (master / ".ready").exists():
+        shutil.rmtree(master, ignore_errors=True)
+        if opts.course_dir:
+            shutil.copytree(opts.course_dir, master, ignore=shutil.ignore_patterns(
+                "submitted", "autograded", "feedback"))
+        else:
+            course.scratch_course(opts.source, master)
+        (master / ".ready").write_text("")
+        write_atomic(run_file, {"seed": opts.seed, "source": str(opts.source)})
+    return state, course.assignments(master / "source")
+
+
+def _notebooks(master: Path, assignment: str) -> list[dict]:
+    return [{"name": nb.stem, "tasks": scores.graded_tasks(nb)}
+            for nb in sorted((master / "source" / assignment).glob("*.ipynb"))]
+
+
+def _spec(opts, state, master, student, assignment) -> dict:
+    work = state / "work" / student / assignment
+    return {"student": student, "assignment": assignment, "seed": opts.seed,
+            "submitted": str(opts.submitted.resolve()), "master": str(master),
+            "workdir": str(work), "result": str(_result_path(state, student, assignment)),
+            "notebooks": _notebooks(master, assignment), "cell_timeout": opts.cell_timeout,
+            "sandbox": opts.sandbox, "memory_gb": opts.memory_gb,
+            "edition_cache": str(state / "editions")}
+
+
+def _result_path(state: Path, student: str, assignment: str) -> Path:
+    return state / "results" / student / f"{assignment}.json"
+
+
+def _run_local(spec: dict, timeout: float) -> dict:
+    """One job as a child process; a job past ``timeout`` is killed with its sandbox."""
+    path = Path(spec["workdir"]).with_suffix(".spec.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(spec))
+    proc = subprocess.Popen([sys.executable, "-m", "pplab.grading.job", str(path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True, env=course.nbgrader_env())
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return _failed(spec, f"the notebook did not finish within {timeout:g} s and was "
+                             "stopped")
+    result_file = Path(spec["result"])
+    if not result_file.exists():
+        tail = [ln for ln in err.decode(errors="replace").splitlines() if ln.strip()]
+        return _failed(spec, f"the grading job failed: {(tail or ['exit ' + str(proc.returncode)])[-1][:300]}")
+    return json.loads(result_file.read_text())
+
+
+def _failed(spec: dict, why: str) -> dict:
+    result = {"ok": False, "why": why, "student": spec["student"],
+              "assignment": spec["assignment"], "seed": spec["seed"]}
+    write_atomic(Path(spec["result"]), result)
+    return result
+
+
+class Progress:
+    """``[####......] 12/240 · 3m10s elapsed · ETA 4m02s`` after each finished job."""
+
+    def __init__(self, total: int, already: int):
+        self.total, self.done, self.start = total, already, time.monotonic()
+        self.fresh = 0
+
+    def step(self, result: dict) -> None:
+        self.done += 1
+        self.fresh += 1
+        elapsed = time.monotonic() - self.start
+        left = self.total - self.done
+        eta = elapsed / self.fresh * left
+        bar = "#" * round(20 * self.done / self.total)
+        got = _summary(result)
+        print(f"[{bar:<20}] {self.done}/{self.total} · {result['student']}/"
+              f"{result['assignment']}: {got} · {_clock(elapsed)} elapsed · ETA "
+              f"{_clock(eta)}", flush=True)
+
+
+def _summary(result: dict) -> str:
+    if not result.get("ok"):
+        return f"0 — {result.get('why')}"
+    got = sum(s for _, s, _ in result["scores"])
+    return f"{got:g}/{sum(m for _, _, m in result['scores']):g}"
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds + 0.5), 60)
+    return f"{m}m{s:02d}s"
+
+
+def run_jobs(opts: Options, specs: list[dict], progress: Progress) -> None:
+    if opts.slurm:
+        from .slurm_fanout import run_on_slurm
+        run_on_slurm(opts, specs, progress)
+        return
+    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+        futures = [pool.submit(_run_local, spec, opts.timeout) for spec in specs]
+        for f in as_completed(futures):
+            progress.step(f.result())
+
+
+def grade_class(opts: Options) -> int:
+    students = sorted(p.name for p in opts.submitted.iterdir() if p.is_dir())
+    state, names = prepare(opts)
+    master = state / "master"
+    pairs = [(s, a) for s in students for a in names]
+    todo = [(s, a) for s, a in pairs if not _result_path(state, s, a).exists()]
+    print(f"grading {len(students)} students × {len(names)} assignments (hidden-case seed "
+          f"{opts.seed}); {len(pairs) - len(todo)} already graded, {len(todo)} to go, "
+          f"{'on Slurm' if opts.slurm else f'{opts.jobs} at a time'}"
+          f"{'' if opts.sandbox else ' — WITHOUT a sandbox (--no-sandbox)'}", flush=True)
+    for s, _ in todo:
+        _result_path(state, s, "x").parent.mkdir(parents=True, exist_ok=True)
+    specs = [_spec(opts, state, master, s, a) for s, a in todo]
+    run_jobs(opts, specs, Progress(len(pairs), len(pairs) - len(todo)))
+    rows = collect(opts, state, master, students, names)
+    scores.write_csv(opts.out, rows)
+    print(f"wrote {opts.out} ({len(rows)} rows) and feedback in {feedback_dir(opts)}")
+    return 0
+
+
+def feedback_dir(opts: Options) -> Path:
+    return opts.feedback or opts.out.parent / "feedback"
+
+
+def collect(opts, state, master, students, names) -> list[tuple]:
+    """Rows for the CSV from the results; feedback pages copied; the course's gradebook
+    updated when grading in the instructor's own course."""
+    rows, fb = [], feedback_dir(opts)
+    for student in students:
+        for name in names:
+            result = json.loads(_result_path(state, student, name).read_text())
+            tasks = [t for nb in _notebooks(master, name) for t in nb["tasks"]]
+            work = state / "work" / student / name
+            if result.get("ok"):
+                got = [tuple(r) for r in result["scores"]]
+                if (work / "feedback").is_dir():
+                    shutil.copytree(work / "feedback", fb / student / name, dirs_exist_ok=True)
+            else:
+                got = [(t, 0.0, p) for t, p in tasks]
+                scores.write_note(fb / student / name, name, result.get("why", "?"), tasks)
+            rows += [(student, name, t, s, m) for t, s, m in got]
+            if opts.course_dir and result.get("ok"):
+                scores.record(opts.course_dir, student, name, work, _notebooks(master, name),
+                              got)
+    return rows

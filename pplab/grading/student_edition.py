@@ -1,0 +1,87 @@
+"""The pplab a sandbox sees: the installed package with the answer-computing functions of
+a task cut out of the files themselves.
+
+A blocked function keeps its name (so ``from pplab.registry import make_schedule`` still
+imports) but its body only raises :class:`~pplab.exercises.guard.LibraryCallBlocked`
+naming it. The code that computed the answer is not in the copy at all, so neither a
+monkeypatch nor loading the module again by path brings it back.
+"""
+from __future__ import annotations
+
+import ast
+import fnmatch
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    base = root.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _stub_body(path: str) -> list[ast.stmt]:
+    return ast.parse("from pplab.exercises.guard import LibraryCallBlocked as _Blocked\n"
+                     f"raise _Blocked('this task asks you to derive it, not to call {path}')"
+                     ).body
+
+
+def cut(source: str, module: str, names: list[str]) -> tuple[str, list[str]]:
+    """``source`` with the bodies of its top-level functions matching ``names`` (fnmatch
+    patterns) replaced by a stub; also which functions were cut."""
+    tree = ast.parse(source)
+    done = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                fnmatch.fnmatchcase(node.name, n) for n in names):
+            node.body = _stub_body(f"pplab.{module}.{node.name}")
+            node.decorator_list = []
+            done.append(node.name)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n", done
+
+
+def _by_module(patterns) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for p in patterns:
+        module, _, name = p.rpartition(".")
+        out.setdefault(module, []).append(name)
+    return out
+
+
+def build(patterns, dest: Path) -> Path:
+    """Write the student edition for ``patterns`` under ``dest`` (``dest/pplab``); return
+    ``dest``, the folder to put on the sandbox's ``PYTHONPATH``. A pattern that cuts
+    nothing is an error: a renamed function must not silently fail open."""
+    target = dest / "pplab"
+    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for module, names in _by_module(patterns).items():
+        path = _module_file(target, module)
+        if path is None:
+            raise ValueError(f"blocked pattern names no module: pplab.{module}")
+        text, done = cut(path.read_text(), module, names)
+        missing = [n for n in names if not any(fnmatch.fnmatchcase(d, n) for d in done)]
+        if missing:
+            raise ValueError(f"blocked pattern names no function: pplab.{module}.{missing[0]}")
+        path.write_text(text)
+    return dest
+
+
+def cached(patterns, cache: Path) -> Path:
+    """The student edition for ``patterns``, built once per set under ``cache``."""
+    key = hashlib.sha256("\n".join(sorted(set(patterns))).encode()).hexdigest()[:16]
+    dest = cache / f"edition-{key}"
+    if not (dest / "pplab").is_dir():
+        tmp = cache / f".building-{key}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        build(patterns, tmp)
+        try:
+            tmp.rename(dest)
+        except OSError:             # another job built the same edition first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
