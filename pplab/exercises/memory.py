@@ -207,8 +207,7 @@ def _as_config(cfg) -> ParallelConfig:
               "microbatches=.., schedule=..)")
 
 
-@derive_without("memory.planner.plan", "memory.planner.timed_plan",
-                "exercises.memory.step_bound")
+@derive_without("memory.planner.plan", "exercises.memory.step_bound", whole_library=False)
 def check_layout_for_budget(choose_layout, cases=(None,)) -> bool:
     """``choose_layout(budget)`` returns a ParallelConfig for a :class:`Budget`; it must fit
     and beat :func:`step_bound`. Hidden cases are budgets drawn at grading time."""

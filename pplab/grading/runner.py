@@ -116,9 +116,10 @@ def value(shell, name: str) -> dict:
 
 def collect(shell, kind: str, names: dict, cases: list) -> dict:
     from ..runtime.exercises import COLLECTORS
+    from .wire import decode, encode
     fns = {role: shell.user_ns.get(name) for role, name in names.items()}
     try:
-        return {"value": COLLECTORS[kind](fns, cases)}
+        return {"value": encode(COLLECTORS[kind](fns, decode(cases)))}
     except BaseException as e:                  # noqa: BLE001
         return _error(e)
 

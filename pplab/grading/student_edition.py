@@ -46,11 +46,32 @@ def cut(source: str, module: str, names: list[str]) -> tuple[str, list[str]]:
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n", done
 
 
+def resolve(pattern: str) -> list[tuple[str, str]]:
+    """(defining module, function name) of every function ``pattern`` names, looked up in
+    the real package: ``comm_order.*`` names the functions it re-exports from ``lower``."""
+    import importlib
+    import types
+    module_name, _, attr = pattern.rpartition(".")
+    try:
+        module = importlib.import_module(f"pplab.{module_name}")
+    except ImportError:
+        return []
+    out = []
+    for name, fn in vars(module).items():
+        if (isinstance(fn, types.FunctionType) and fnmatch.fnmatchcase(name, attr)
+                and fn.__module__.startswith("pplab.")):
+            out.append((fn.__module__[len("pplab."):], fn.__name__))
+    return out
+
+
 def _by_module(patterns) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for p in patterns:
-        module, _, name = p.rpartition(".")
-        out.setdefault(module, []).append(name)
+        found = resolve(p)
+        if not found:
+            raise ValueError(f"blocked pattern names no function: pplab.{p}")
+        for module, name in found:
+            out.setdefault(module, []).append(name)
     return out
 
 
@@ -64,17 +85,20 @@ def build(patterns, dest: Path) -> Path:
         path = _module_file(target, module)
         if path is None:
             raise ValueError(f"blocked pattern names no module: pplab.{module}")
-        text, done = cut(path.read_text(), module, names)
-        missing = [n for n in names if not any(fnmatch.fnmatchcase(d, n) for d in done)]
+        text, done = cut(path.read_text(), module, sorted(set(names)))
+        missing = sorted(set(names) - set(done))
         if missing:
-            raise ValueError(f"blocked pattern names no function: pplab.{module}.{missing[0]}")
+            raise ValueError(f"pplab.{module}.{missing[0]} is not a top-level def there")
         path.write_text(text)
     return dest
 
 
 def cached(patterns, cache: Path) -> Path:
     """The student edition for ``patterns``, built once per set under ``cache``."""
-    key = hashlib.sha256("\n".join(sorted(set(patterns))).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\n".join(sorted(set(patterns))).encode())
+    for path in sorted(PACKAGE.rglob("*.py")):         # a changed pplab is a new edition
+        digest.update(path.read_bytes())
+    key = digest.hexdigest()[:16]
     dest = cache / f"edition-{key}"
     if not (dest / "pplab").is_dir():
         tmp = cache / f".building-{key}-{os.getpid()}"

@@ -59,7 +59,9 @@ def encode(x, depth: int = 0):
                            for f in dataclasses.fields(x)}}
     if isinstance(x, tuple):
         return {"__tuple__": [encode(v, depth + 1) for v in x]}
-    if isinstance(x, (list, range)):
+    if isinstance(x, range):
+        return {"__range__": [x.start, x.stop, x.step]}
+    if isinstance(x, list):
         return [encode(v, depth + 1) for v in x]
     if isinstance(x, (set, frozenset)):
         return {"__set__": [encode(v, depth + 1) for v in x]}
@@ -112,6 +114,11 @@ def decode(x, depth: int = 0):
             return {decode(k, depth + 1): decode(v, depth + 1) for k, v in x["__dict__"]}
         except (TypeError, ValueError):
             return Unreadable("a dict that cannot be rebuilt")
+    if "__range__" in x:
+        try:
+            return range(*(int(v) for v in x["__range__"][:3]))
+        except (TypeError, ValueError):
+            return Unreadable("a range that cannot be rebuilt")
     if "__float__" in x:
         return float(x["__float__"]) if x["__float__"] in ("nan", "inf", "-inf") \
             else Unreadable(x["__float__"])
