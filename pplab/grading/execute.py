@@ -153,6 +153,15 @@ class SandboxExecute(NbGraderPreprocessor):
         return outputs
 
 
+TEXT_CAP = 250_000      # characters of one stream output kept (the kernel keeps 200,000)
+
+
+def _cut(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    return text[:cap] + f"\n… {len(text) - cap} more characters of output dropped"
+
+
 def _clean(outputs) -> list[dict]:
     """The sandbox's outputs as nbformat outputs: text and PNG only, sizes capped."""
     out = []
@@ -162,7 +171,7 @@ def _clean(outputs) -> list[dict]:
         kind = o.get("output_type")
         if kind == "stream" and o.get("name") in ("stdout", "stderr"):
             out.append({"output_type": "stream", "name": o["name"],
-                        "text": str(o.get("text", ""))[:200_000]})
+                        "text": _cut(str(o.get("text", "")), TEXT_CAP)})
         elif kind == "display_data" and isinstance(o.get("data"), dict):
             data = {k: str(v)[:2_000_000] for k, v in o["data"].items()
                     if k in ("text/plain", "image/png")}

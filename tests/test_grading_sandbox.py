@@ -1,0 +1,368 @@
+"""Grading a class that attacks its grader (docs/teaching.md, "Threat model").
+
+A red-team class of exercise 01 is graded by ``pplab grade -j 2`` in the sandbox: each
+attack scores 0 on what it games, with the reason in its feedback; the honest solution
+scores full marks; no other student's score or file changes; nothing is left running.
+Attacks carry their own backstops (a bounded fork fan-out with an alarm, their own
+address-space limit), and the only network target is a server this test runs on the
+loopback. The fast tests check the pieces: patterns resolve, the student edition has no
+answer code, the wire builds only allow-listed types.
+"""
+import ast
+import csv
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from pplab.exercises.hidden import TASKS
+from pplab.grading import sandbox, student_edition, verdict, wire
+from pplab.grading.execute import plan_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "01_bubble_and_1f1b"
+SOLUTION = ROOT / "solutions" / NAME / f"{NAME}.ipynb"
+
+
+def _graders():
+    return [verdict.grader(check) for check in TASKS]
+
+
+# ---- fast: the pieces ---------------------------------------------------------------------
+
+def test_every_blocked_pattern_names_at_least_one_function():
+    patterns = {p for g in _graders() if hasattr(g, "blocked") for p in g.blocked()}
+    assert "registry.make_schedule" in patterns and "closed_forms.*" in patterns
+    empty = sorted(p for p in patterns if not student_edition.resolve(p))
+    assert not empty, f"these patterns block nothing (a renamed function fails open): {empty}"
+
+
+def test_a_stale_pattern_fails_closed(tmp_path):
+    with pytest.raises(ValueError, match="names no function"):
+        student_edition.build(["closed_forms.no_such_function"], tmp_path)
+
+
+def test_the_student_edition_holds_no_answer_code(tmp_path):
+    g = verdict.grader("check_bubble_formulas")
+    lib = student_edition.build(g.blocked(), tmp_path)
+    text = (lib / "pplab" / "closed_forms.py").read_text()
+    tree = ast.parse(text)
+    for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
+        assert len(fn.body) == 2 and isinstance(fn.body[1], ast.Raise), fn.name
+    code = ("import importlib.util, sys, os, pplab\n"
+            "root = os.path.dirname(pplab.__file__)\n"
+            "spec = importlib.util.spec_from_file_location('copy', os.path.join(root, "
+            "'__init__.py'), submodule_search_locations=[root])\n"
+            "m = importlib.util.module_from_spec(spec); sys.modules['copy'] = m\n"
+            "spec.loader.exec_module(m)\n"
+            "try:\n    m.make_schedule('1f1b', 4, 8)\nexcept Exception as e:\n"
+            "    print(type(e).__name__, e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(lib)), cwd=tmp_path, timeout=60)
+    assert "derive it, not to call pplab.registry.make_schedule" in r.stdout, r.stderr
+
+
+def test_the_wire_rebuilds_only_allow_listed_types():
+    bad = {"__obj__": "Popen", "fields": {"args": ["sh", "-c", "true"]}}
+    got = wire.decode(bad)
+    assert isinstance(got, wire.Unreadable) and got != got and got != 0
+    sched = wire.decode(wire.encode(__import__("pplab").make_schedule("1f1b", 2, 3)))
+    assert sched.rank_texts()[0][0] == "0F0"
+    assert wire.decode(wire.encode((1, [2.5, range(0, 3)], {"a": None}))) == \
+        (1, [2.5, range(0, 3)], {"a": None})
+
+
+def test_tasks_whose_answers_use_the_library_get_a_run_of_their_own():
+    nb = nbformat.read(ROOT / "solutions" / "03_memory" / "03_memory.ipynb", as_version=4)
+    runs = plan_runs(nb)
+    assert len(runs) == 2
+    strict, planner = runs
+    assert "registry.make_schedule" in strict[0] and "registry.make_schedule" not in planner[0]
+    assert "memory.planner.plan" in planner[0]
+
+
+def test_the_hidden_line_is_read_not_run():
+    src = ('with task("T", 2):\n    check(x)\n### BEGIN HIDDEN TESTS\n'
+           'grade("check_text_schedule", my_schedule, P=3, M=4, max_bubble_of_ideal=0.5)\n'
+           '### END HIDDEN TESTS')
+    check, args, kwargs = verdict.hidden_call(src)
+    assert check == "check_text_schedule" and args[0].id == "my_schedule"
+    assert kwargs["P"] == 3 and kwargs["max_bubble_of_ideal"] == 0.5
+
+
+# ---- slow: the red-team class -------------------------------------------------------------
+
+def _answer(nb, task: str, source: str):
+    cell = next(c for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == f"{task}-answer")
+    cell.source = source
+
+
+FRAMES = '''import sys
+def _steal(attr):
+    f = sys._getframe(1)
+    while f is not None:
+        for name in ("tl", "ref", "peaks", "want", "expected"):
+            if name in f.f_locals:
+                v = f.f_locals[name]
+                return getattr(v, attr, v)
+        f = f.f_back
+    return 0.0
+def bubble_of_total(P, M):
+    return _steal("bubble_fraction")
+def bubble_of_ideal(P, M):
+    return _steal("bubble_ratio")'''
+
+COPY_BY_PATH = '''import importlib.util, os, sys, pplab
+root = os.path.dirname(pplab.__file__)
+spec = importlib.util.spec_from_file_location("mine", os.path.join(root, "__init__.py"),
+                                              submodule_search_locations=[root])
+mine = importlib.util.module_from_spec(spec); sys.modules["mine"] = mine
+spec.loader.exec_module(mine)
+def bubble_of_total(P, M):
+    return mine.simulate(mine.make_schedule("gpipe", P, M)).bubble_fraction
+def bubble_of_ideal(P, M):
+    return mine.simulate(mine.make_schedule("gpipe", P, M)).bubble_ratio'''
+
+IMPORT_HOOK = '''import sys, types, importlib.machinery
+class Fake:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pplab.exercises.hidden":
+            return importlib.machinery.ModuleSpec(name, self)
+    def create_module(self, spec):
+        m = types.ModuleType(spec.name); m.grade = lambda *a, **k: True; return m
+    def exec_module(self, m):
+        pass
+sys.meta_path.insert(0, Fake())
+sys.modules.pop("pplab.exercises.hidden", None)
+import pplab.exercises as ex
+ex.check_bubble_formulas = check_bubble_formulas = lambda *a, **k: True
+def bubble_of_total(P, M):
+    return 0.0
+def bubble_of_ideal(P, M):
+    return 0.0'''
+
+TRANSFORMER = '''ip = get_ipython()
+def _empty(lines):
+    return [] if any("grade(" in l or "check_" in l for l in lines) else lines
+ip.input_transformers_cleanup.append(_empty)
+def bubble_of_total(P, M):
+    return 0.0
+def bubble_of_ideal(P, M):
+    return 0.0'''
+
+FORK_BOMB = '''import os, signal, time
+made = 0
+for _ in range(2000):                       # backstop: 2000 processes at most
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print("fork refused after", made, "children:", e)
+        break
+    if pid == 0:
+        signal.alarm(20)                    # backstop: every child is gone within 20 s
+        time.sleep(15)
+        os._exit(0)
+    made += 1'''
+
+MEMORY_HOG = '''import resource
+_, hard = resource.getrlimit(resource.RLIMIT_AS)
+cap = 8 << 30 if hard == resource.RLIM_INFINITY else min(hard, 8 << 30)
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))     # backstop: 8 GiB at most
+hold = []
+for _ in range(80):
+    hold.append(bytearray(100 << 20))'''
+
+LOOP = '''while True:
+    pass'''
+
+FLOOD = '''import os, sys
+chunk = "x" * (1 << 20)
+for _ in range(1024):
+    sys.stdout.write(chunk)
+for _ in range(1024):
+    try:
+        os.write(1, chunk.encode())
+    except OSError as e:
+        print("write refused:", e); break'''
+
+
+def _spy(targets: dict) -> str:
+    """Read the answer key, the class's files, the home directory and /etc; overwrite every
+    classmate's notebook; write outside the scratch; call home on the host's loopback."""
+    return f'''import glob, json, os, socket
+T = {json.dumps(targets)}
+def _try(label, fn):
+    try:
+        print(label, repr(fn())[:300])
+    except Exception as e:
+        print(label, "refused:", type(e).__name__)
+_try("KEY", lambda: open(T["key"]).read())
+_try("CANARY", lambda: open(T["canary"]).read())
+_try("SHADOW", lambda: open("/etc/shadow").read())
+_try("ETC", lambda: sorted(os.listdir("/etc")))
+_try("CLASS", lambda: os.listdir(T["submitted"]))
+for path in T["classmates"]:
+    _try("OVERWRITE", lambda: open(path, "w").write("{{}}"))
+_try("ESCAPE", lambda: open(T["escape"], "w").write("out"))
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        _try("CMDLINE", lambda: open(f"/proc/{{pid}}/cmdline").read().replace("\\0", " "))
+def _call():
+    s = socket.create_connection(("127.0.0.1", T["port"]), timeout=3)
+    s.sendall(b"escaped"); s.close(); return "sent"
+_try("NETWORK", _call)
+def bubble_of_total(P, M):
+    return 0.0
+def bubble_of_ideal(P, M):
+    return 0.0'''
+
+
+class LoopbackServer:
+    """A TCP server on the host's loopback that records whether anyone reached it."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(5)
+        self.sock.settimeout(0.5)
+        self.port, self.reached, self.stop = self.sock.getsockname()[1], [], False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.reached.append(conn.recv(100))
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+def _digest(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def _write(sub: Path, student: str, nb) -> Path:
+    path = sub / student / NAME / f"{NAME}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _red_team_class(tmp_path: Path, port: int, canary: Path) -> Path:
+    sub = tmp_path / "submitted"
+    attacks = {"frames": FRAMES, "copy_by_path": COPY_BY_PATH, "import_hook": IMPORT_HOOK,
+               "transformer": TRANSFORMER, "fork_bomb": FORK_BOMB, "memory_hog": MEMORY_HOG,
+               "loop": LOOP, "flood": FLOOD}
+    honest = nbformat.read(SOLUTION, as_version=4)
+    _write(sub, "honest", honest)
+    for student, code in attacks.items():
+        nb = nbformat.read(SOLUTION, as_version=4)
+        _answer(nb, "task1", code)
+        _write(sub, student, nb)
+    classmates = sorted(str(p) for p in sub.rglob("*.ipynb"))
+    spy = nbformat.read(SOLUTION, as_version=4)
+    _answer(spy, "task1", _spy({"key": str(SOLUTION), "canary": str(canary),
+                                "submitted": str(sub), "classmates": classmates,
+                                "escape": str(tmp_path / "escaped.txt"), "port": port}))
+    _write(sub, "aaa_spy", spy)                 # graded first
+    (sub / "not_json" / NAME).mkdir(parents=True)
+    (sub / "not_json" / NAME / f"{NAME}.ipynb").write_text("this is not a notebook {")
+    (sub / "symlink" / NAME).mkdir(parents=True)
+    (sub / "symlink" / NAME / f"{NAME}.ipynb").symlink_to(SOLUTION)
+    return sub
+
+
+def _leftover_kernels() -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and b"pplab.grading.runner" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def _outputs(out: Path, student: str) -> str:
+    """Everything the student's cells printed, from the autograded notebook."""
+    done = out.parent / f"{out.name}.parts" / "work" / student / NAME / "autograded"
+    nb = nbformat.read(done / f"{NAME}.ipynb", as_version=4)
+    return "\n".join(o.get("text", "") + o.get("evalue", "") for c in nb.cells
+                     if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.mark.slow
+def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path):
+    why = sandbox.unavailable()
+    if why:
+        pytest.skip(why)
+    server = LoopbackServer()
+    secret = f"pplab-canary-{uuid.uuid4()}"
+    canary = Path.home() / f".{secret}"
+    canary.write_text(secret)
+    try:
+        sub = _red_team_class(tmp_path, server.port, canary)
+        source = tmp_path / "source"
+        (source / NAME).mkdir(parents=True)
+        (source / NAME / f"{NAME}.ipynb").write_bytes(SOLUTION.read_bytes())
+        before = _digest(sub)
+        out = tmp_path / "grades.csv"
+        r = subprocess.run([sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out",
+                            str(out), "--source", str(source), "-j", "2", "--cell-timeout",
+                            "20", "--seed", "99"], capture_output=True, text=True, timeout=900)
+    finally:
+        canary.unlink()
+        server.close()
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert _digest(sub) == before, "a submission was changed"
+    assert not (tmp_path / "escaped.txt").exists(), "the spy wrote outside its sandbox"
+    assert server.reached == [], "the spy reached a server on the host's loopback"
+    assert _leftover_kernels() == [], "a sandboxed kernel outlived the run"
+    with open(out, newline="") as f:
+        scores = {(s, t): float(x) for s, a, t, x, m in list(csv.reader(f))[1:]}
+    fb = tmp_path / "feedback"
+
+    def page(student):
+        return (fb / student / NAME / f"{NAME}.html").read_text()
+
+    assert [scores[("honest", f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2]
+    for student in ("frames", "copy_by_path", "import_hook", "transformer", "fork_bomb",
+                    "memory_hog", "loop", "flood", "aaa_spy", "not_json", "symlink"):
+        assert scores[(student, "task1")] == 0, student
+    for student in ("frames", "import_hook", "transformer", "aaa_spy", "loop", "flood"):
+        assert [scores[(student, f"task{i}")] for i in (2, 3, 4)] == [3, 3, 2], student
+    assert "bubble_of_total" in page("frames")
+    assert "derive it, not to call pplab.registry.make_schedule" in page("copy_by_path")
+    assert "bubble_of_total(" in page("import_hook") and "bubble_of_total(" in page("transformer")
+    assert "MemoryError" in page("memory_hog")
+    assert "fork refused after" in _outputs(out, "fork_bomb")
+    assert "CellTimeoutError" in page("loop")
+    flood = page("flood")
+    assert len(flood) < 5_000_000 and "more characters of output dropped" in flood
+    assert "not JSON" in (fb / "not_json" / NAME / "not_graded.html").read_text()
+    assert "link" in (fb / "symlink" / NAME / "not_graded.html").read_text()
+    spy = _outputs(out, "aaa_spy")
+    for leak in (secret, "BEGIN SOLUTION", "HIDDEN TESTS", str(sub)):
+        assert leak not in spy, leak
+    assert "KEY refused" in spy and "CANARY refused" in spy and "SHADOW refused" in spy
+    assert "NETWORK refused" in spy and "ESCAPE refused" in spy
+    etc = spy.split("ETC ")[1].split("\n")[0]
+    for name in ("shadow", "hostname", "ssh", "resolv.conf"):
+        assert name not in etc, etc
