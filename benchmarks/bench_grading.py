@@ -1,17 +1,20 @@
-"""Time `pplab grade` on one student's full set of assignments and on a class, on this
-machine (the course's reference is 2 cores). Prints medians of the per-student times.
+"""Time ``pplab grade`` on a whole class, measured end to end (no extrapolation): N copies of
+the solutions (8 assignments, 30 tasks each), every submission sandboxed, once with
+``-j 1`` and once with ``-j J`` (default: the cores). Prints wall times, the speedup, and
+the median and 90th percentile of one submission's grading time.
 
-    python benchmarks/bench_grading.py                 # 1 student, then a class of --class
-    python benchmarks/bench_grading.py --class-size 30 # measure the full class (slow)
+    python benchmarks/bench_grading.py                       # the course's class: 30 students
+    python benchmarks/bench_grading.py --students 4 --jobs 2 # a quick look
+    python benchmarks/bench_grading.py --skip-serial         # only the -j run
 
-If the class is smaller than 30, the 30-student figure is extrapolated from the measured
-per-student median, and the output says so.
+Every score must be full marks, or the run is not counted.
 """
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -23,41 +26,50 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def grade_class(n: int, tmp: Path) -> tuple[float, list[float]]:
-    """Grade n copies of the solutions; (wall seconds, per-student seconds)."""
-    sub = tmp / f"class{n}"
-    for k in range(n):
-        shutil.copytree(ROOT / "solutions", sub / f"student{k:02d}")
-    cmd = [sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out",
-           str(tmp / f"grades{n}.csv"), "--seed", "1"]
-    start, marks = time.perf_counter(), []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    for line in proc.stdout:
-        if re.match(r"student \d+ of \d+", line) or line.startswith("wrote "):
-            marks.append(time.perf_counter())
-    if proc.wait() != 0:
-        raise SystemExit(f"pplab grade failed with status {proc.returncode}")
-    return time.perf_counter() - start, [b - a for a, b in zip(marks, marks[1:])]
+def grade(sub: Path, out: Path, jobs: int) -> tuple[float, list[float]]:
+    """(wall seconds, per-submission seconds) of one ``pplab grade`` run."""
+    cmd = [sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out", str(out),
+           "--seed", "1", "-j", str(jobs)]
+    start = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if r.returncode != 0:
+        raise SystemExit(f"pplab grade failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    with open(out, newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    short = [row for row in rows if float(row[3]) != float(row[4])]
+    if short:
+        raise SystemExit(f"a solution lost points, the run does not count: {short[:3]}")
+    parts = out.parent / f"{out.name}.parts" / "results"
+    secs = [json.loads(p.read_text())["seconds"] for p in parts.rglob("*.json")]
+    return wall, secs
+
+
+def report(label: str, wall: float, secs: list[float]) -> None:
+    q = statistics.quantiles(secs, n=10)[-1] if len(secs) > 1 else secs[0]
+    print(f"{label}: {wall / 60:.1f} min wall for {len(secs)} submissions; one submission "
+          f"median {statistics.median(secs):.1f} s, p90 {q:.1f} s", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--class-size", type=int, default=3)
+    ap.add_argument("--students", type=int, default=30)
+    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--skip-serial", action="store_true")
     args = ap.parse_args()
-    print(f"cores available: {len(os.sched_getaffinity(0))}")
-    with tempfile.TemporaryDirectory() as tmp:
-        wall1, per1 = grade_class(1, Path(tmp))
-        print(f"one student, 8 assignments (30 tasks): {wall1:.1f} s wall "
-              f"({per1[0]:.1f} s grading, the rest is the scratch course)")
-        wall, per = grade_class(args.class_size, Path(tmp))
-        med = statistics.median(per)
-        print(f"class of {args.class_size}: {wall:.1f} s wall, median {med:.1f} s per student")
-        if args.class_size < 30:
-            setup = wall - sum(per)
-            print(f"30 students: ~{(setup + 30 * med) / 60:.1f} min (EXTRAPOLATED from the "
-                  f"measured class of {args.class_size}: setup + 30 × median)")
-        else:
-            print(f"30 students: {wall / 60:.1f} min (measured)")
+    print(f"cores available: {len(os.sched_getaffinity(0))}; class of {args.students} × 8 "
+          "assignments, every submission sandboxed", flush=True)
+    with tempfile.TemporaryDirectory(prefix="pplab-bench-grading-") as tmp:
+        sub = Path(tmp) / "class"
+        for k in range(args.students):
+            shutil.copytree(ROOT / "solutions", sub / f"student{k:02d}")
+        walls = {}
+        for jobs in ([] if args.skip_serial else [1]) + [args.jobs]:
+            wall, secs = grade(sub, Path(tmp) / f"grades-j{jobs}.csv", jobs)
+            walls[jobs] = wall
+            report(f"-j {jobs}", wall, secs)
+        if 1 in walls and args.jobs in walls and args.jobs != 1:
+            print(f"speedup -j {args.jobs} over -j 1: {walls[1] / walls[args.jobs]:.2f}×")
 
 
 if __name__ == "__main__":

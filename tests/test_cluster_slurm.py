@@ -169,6 +169,27 @@ def test_run_panel_cluster_mode_submits_and_draws(slurm, env):
     _assert_clean(slurm)
 
 
+def test_pplab_grade_fans_a_class_out_over_slurm(slurm, env, tmp_path):
+    """One Slurm job per submission, each graded in its own sandbox on a node."""
+    import shutil
+    name = "01_bubble_and_1f1b"
+    sub, source = tmp_path / "sub", tmp_path / "source"
+    shutil.copytree(os.path.join(ROOT, "solutions", name), source / name)
+    for student, tree in (("solver", "solutions"), ("blank", "exercises"),
+                          ("solver2", "solutions")):
+        shutil.copytree(os.path.join(ROOT, tree, name), sub / student / name)
+    out = tmp_path / "grades.csv"
+    r = slurm.run(["pplab", "grade", str(sub), "--out", str(out), "--source", str(source),
+                   "--slurm", "--seed", "5", "--timeout", "300"], timeout=420, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "on Slurm" in r.stdout and "3/3" in r.stdout
+    rows = [ln.split(",") for ln in out.read_text().splitlines()[1:]]
+    got = {s: sum(float(x) for st, a, t, x, m in rows if st == s) for s in ("solver", "blank",
+                                                                          "solver2")}
+    assert got == {"solver": 10, "blank": 0, "solver2": 10}
+    _assert_clean(slurm)
+
+
 def test_a_node_killed_mid_job_ends_the_job_and_is_named(slurm, env):
     # last in this module: node pn1 stays down afterwards
     p = slurm.popen(["srun", "-N2", "pplab", "run", "--schedule", "1f1b", "-P", "4", "-M", "8",

@@ -2,6 +2,7 @@
 puzzles are solvable but no built-in schedule solves them, and `pplab grade` keeps its
 contract. The end-to-end class run is slow (real kernels, real processes)."""
 import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -120,6 +121,7 @@ def test_puzzle_rejects_a_registry_schedule_with_its_reason():
     (["grade", "/no/such/dir", "--out", "g.csv"], "is not a folder"),
     (["grade", ".", "--out", "/no/such/dir/g.csv"], "does not exist"),
     (["grade", ".", "--out", "g.csv", "--timeout", "0"], "must be positive"),
+    (["grade", ".", "--out", "g.csv", "-j", "0"], "must be positive"),
 ])
 def test_grade_bad_arguments_exit_2_with_one_line(argv, words, capsys, tmp_path):
     assert cli(argv) == 2
@@ -178,10 +180,10 @@ def test_pplab_grade_runs_the_instructor_workflow_on_a_small_class(tmp_path):
     sub = _class(tmp_path)
     out = tmp_path / "grades.csv"
     r = subprocess.run([sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out", str(out),
-                        "--cell-timeout", "90", "--seed", "2024"],
+                        "--cell-timeout", "90", "--seed", "2024", "-j", "2"],
                        capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "student 1 of 3" in r.stdout and "student 3 of 3" in r.stdout
+    assert "grading 3 students × 8 assignments" in r.stdout and "24/24" in r.stdout
     with open(out, newline="") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["student", "assignment", "task", "score", "max_score"]
@@ -243,3 +245,52 @@ def test_a_notebook_past_its_timeout_scores_0_with_the_reason(tmp_path):
                          "--timeout", "10")
     assert got == {"task1": 0, "task2": 0, "task3": 0}
     assert "did not finish within 10 s" in (fb / "not_graded.html").read_text()
+
+
+def test_without_a_sandbox_grading_refuses_with_one_line(tmp_path, capsys, monkeypatch):
+    import pplab.grading.sandbox as sandbox
+    monkeypatch.setattr(sandbox, "unavailable", lambda: "bubblewrap is not installed")
+    (tmp_path / "sub" / "someone").mkdir(parents=True)
+    assert cli(["grade", str(tmp_path / "sub"), "--out", str(tmp_path / "g.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "bubblewrap is not installed" in err and "--no-sandbox" in err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path):
+    """Kill ``pplab grade`` once two results are written; ``--resume`` grades only the
+    rest, with the first run's seed, and the CSV has every row."""
+    import os
+    import signal
+    import time
+    name = "01_bubble_and_1f1b"
+    sub = tmp_path / "sub"
+    for k in range(5):
+        shutil.copytree(ROOT / "solutions" / name, sub / f"s{k}" / name)
+    (tmp_path / "source").mkdir()
+    shutil.copytree(ROOT / "solutions" / name, tmp_path / "source" / name)
+    out = tmp_path / "grades.csv"
+    cmd = [sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out", str(out),
+           "--source", str(tmp_path / "source"), "-j", "1", "--seed", "31"]
+    results = tmp_path / "grades.csv.parts" / "results"
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(list(results.rglob("*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    first = {p: p.stat().st_mtime_ns for p in results.rglob("*.json")}
+    assert 2 <= len(first) < 5 and not out.exists()
+    for p in first:
+        json.loads(p.read_text())                   # whole files only: written atomically
+    r = subprocess.run(cmd[:-2] + ["--seed", "77", "--resume"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert f"{len(first)} already graded, {5 - len(first)} to go" in r.stdout
+    assert "seed 31" in r.stdout                    # the killed run's seed, not --seed 77
+    assert {p: p.stat().st_mtime_ns for p in first} == first    # nothing regraded
+    with open(out, newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    assert len(rows) == 5 * 4 and all(float(x) == float(m) for *_, x, m in rows)
