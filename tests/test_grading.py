@@ -23,6 +23,15 @@ from puzzle_answers import ANSWERS  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture
+def sandboxed():
+    """``pplab grade`` sandboxes every submission: skip, saying why, where it cannot."""
+    from pplab.grading.sandbox import unavailable
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+
+
 def bubble_total(P, M):
     return (P - 1) / (M + P - 1)
 
@@ -176,7 +185,7 @@ def _class(tmp_path) -> Path:
 
 
 @pytest.mark.slow
-def test_pplab_grade_runs_the_instructor_workflow_on_a_small_class(tmp_path):
+def test_pplab_grade_runs_the_instructor_workflow_on_a_small_class(tmp_path, sandboxed):
     sub = _class(tmp_path)
     out = tmp_path / "grades.csv"
     r = subprocess.run([sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out", str(out),
@@ -229,7 +238,7 @@ def _grade_one(tmp_path, student, answers, *options) -> tuple[dict, Path]:
 
 
 @pytest.mark.slow
-def test_a_cell_that_hangs_or_raises_scores_0_on_its_task_only(tmp_path):
+def test_a_cell_that_hangs_or_raises_scores_0_on_its_task_only(tmp_path, sandboxed):
     got, fb = _grade_one(tmp_path, "stuck", {"task1": "import time\ntime.sleep(600)",
                                              "task2": "raise RuntimeError('a student bug')"},
                          "--cell-timeout", "5")
@@ -239,7 +248,7 @@ def test_a_cell_that_hangs_or_raises_scores_0_on_its_task_only(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_notebook_past_its_timeout_scores_0_with_the_reason(tmp_path):
+def test_a_notebook_past_its_timeout_scores_0_with_the_reason(tmp_path, sandboxed):
     got, fb = _grade_one(tmp_path, "slow", {t: "import time\ntime.sleep(20)"
                                             for t in ("task1", "task2", "task3")},
                          "--timeout", "10")
@@ -258,7 +267,7 @@ def test_without_a_sandbox_grading_refuses_with_one_line(tmp_path, capsys, monke
 
 
 @pytest.mark.slow
-def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path):
+def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path, sandboxed):
     """Kill ``pplab grade`` once two results are written; ``--resume`` grades only the
     rest, with the first run's seed, and the CSV has every row."""
     import os

@@ -366,3 +366,35 @@ def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path):
     etc = spy.split("ETC ")[1].split("\n")[0]
     for name in ("shadow", "hostname", "ssh", "resolv.conf"):
         assert name not in etc, etc
+
+
+AS_USER = '''import tempfile
+from pathlib import Path
+from pplab.grading import sandbox, student_edition
+why = sandbox.unavailable()
+assert why is None, why
+lib = student_edition.build(["closed_forms.*"], Path(tempfile.mkdtemp()))
+with sandbox.Sandbox(lib) as box:
+    print(box.request({"op": "execute", "code": "import os; print('uid', os.getuid())"}, 60))
+    print(box.request({"op": "execute", "code": "open('/etc/shadow')"}, 60))
+'''
+
+
+@pytest.mark.slow
+def test_the_sandbox_works_for_an_ordinary_user(tmp_path):
+    """bubblewrap's unprivileged path (a user namespace), as an instructor without root."""
+    cmd = [sys.executable, "-c", AS_USER]
+    if os.geteuid() == 0:
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd
+        dirs = sandbox._python_dirs() + [str(ROOT)]
+        probe = subprocess.run(cmd[:4] + ["--inh-caps=-all", "--bounding-set=-all", "test",
+                                          "-r", dirs[0]] + [a for d in dirs[1:] for a in
+                                                            ("-a", "-x", d)],
+                               capture_output=True, text=True, env={"HOME": "/tmp"})
+        if probe.returncode != 0:
+            pytest.skip(f"an unprivileged user cannot read this Python or pplab ({dirs}): "
+                        "install them where other users can to test this path")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env={"HOME": "/tmp", "PATH": os.environ["PATH"]}, cwd="/tmp")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "'uid" in r.stdout and "FileNotFoundError" in r.stdout, r.stdout

@@ -1,14 +1,18 @@
-"""Hidden tests: cases drawn at grading time, graded by a private copy of pplab.
+"""Hidden tests: cases drawn at grading time.
 
-Two ways to game a public check are closed here:
+``pplab grade`` never runs :func:`grade` in the student's kernel: it reads a grade cell's
+``grade("check_x", ...)`` line, draws the cases with :func:`draw_cases` and judges the
+answers in its own process (:mod:`pplab.grading.verdict`). :func:`grade` is the same check
+run in a notebook's own kernel (the solutions under nbval, an instructor trying a
+submission by hand): a rehearsal, not the grade. In a kernel,
 
-* a lookup table of the visible cases: hidden cases come from a generator seeded by
+* a lookup table of the visible cases fails: hidden cases come from a generator seeded by
   ``PPLAB_GRADE_SEED`` (``pplab grade`` draws one per run and prints it; unset, a fresh seed
   is drawn), so no table written before grading holds them;
-* redefining or monkeypatching a grader or the library it compares with: :func:`grade` loads
-  a fresh, private copy of pplab's pure core from the installed files (under another module
-  name) and grades with that copy, so patches to ``pplab.*`` or names in the notebook are
-  never consulted.
+* casual patches of a grader or the library do not reach it: :func:`grade` loads a fresh,
+  private copy of pplab's pure core from the installed files (under another module name).
+  Code in the same process can still reach that copy (docs/teaching.md, threat model):
+  only the trusted path is the grade.
 
 A hidden test cell in a source notebook reads::
 

@@ -1,8 +1,8 @@
-"""nbgrader course directories: the release (generate_assignment) and autograding runs.
+"""nbgrader course directories: the release (generate_assignment) and the scratch course
+a class is graded in (:mod:`.classroom`, :mod:`.job`).
 
 nbgrader runs ``alembic`` as a program, so every call gets this interpreter's bin folder on
-PATH; autograde runs in a child process per (student, assignment) so a notebook that hangs
-can be stopped at its timeout without stopping the class.
+PATH.
 """
 from __future__ import annotations
 
@@ -70,32 +70,3 @@ def release_changes(source: Path, release: Path, write: bool) -> list[Path]:
             shutil.rmtree(release, ignore_errors=True)
             shutil.copytree(fresh, release)
     return [release / p for p in changed]
-
-
-def autograde(root: Path, submitted: Path, student: str, assignment: str, timeout: float,
-              cell_timeout: int, seed: int) -> tuple[bool, str]:
-    """Run nbgrader autograde for one student's assignment in a child process; (ok, why not)."""
-    cmd = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--student", student,
-           "--force", "--create", f"--CourseDirectory.root={root}",
-           f"--CourseDirectory.submitted_directory={submitted.resolve()}",
-           f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}",
-           f"--Execute.timeout={cell_timeout}"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=nbgrader_env(seed), start_new_session=True, cwd=root)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return False, f"the notebook did not finish within {timeout:g} s and was stopped"
-    text = out.decode(errors="replace")
-    done = root / "autograded" / student / assignment
-    if proc.returncode != 0 or "error processing" in text or not any(done.glob("*.ipynb")):
-        errors = [ln for ln in text.splitlines() if "ERROR" in ln or "Error" in ln]
-        why = (errors or [f"exit status {proc.returncode}"])[0]
-        return False, f"nbgrader could not grade it: {why}"
-    return True, ""
-
-
-def feedback(root: Path, student: str, assignment: str) -> None:
-    _api(root).generate_feedback(assignment, student, force=True)
