@@ -276,6 +276,14 @@ def _red_team_class(tmp_path: Path, port: int, canary: Path) -> Path:
         nb = nbformat.read(SOLUTION, as_version=4)
         _answer(nb, "task1", code)
         _write(sub, student, nb)
+    forged = nbformat.read(SOLUTION, as_version=4)       # the grade cell itself, edited
+    _answer(forged, "task1", "pass")
+    cell = next(c for c in forged.cells if c.metadata.get("nbgrader", {}).get("grade_id")
+                == "task1")
+    cell.source = ('### BEGIN HIDDEN TESTS\ngrade("check_text_schedule", my_schedule, P=3, '
+                   'M=4)\n### END HIDDEN TESTS')
+    cell.metadata["nbgrader"]["points"] = 100
+    _write(sub, "forged_grade_cell", forged)
     classmates = sorted(str(p) for p in sub.rglob("*.ipynb"))
     spy = nbformat.read(SOLUTION, as_version=4)
     _answer(spy, "task1", _spy({"key": str(SOLUTION), "canary": str(canary),
@@ -289,11 +297,13 @@ def _red_team_class(tmp_path: Path, port: int, canary: Path) -> Path:
     return sub
 
 
-def _leftover_kernels() -> list[int]:
+def _leftover_sandboxes(run_dir: Path) -> list[int]:
+    """bubblewrap processes of this run (their command line names its edition folder); a
+    sandbox's kernel and everything it forked die with its PID namespace."""
     out = []
     for pid in os.listdir("/proc"):
         try:
-            if pid.isdigit() and b"pplab.grading.runner" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if pid.isdigit() and str(run_dir).encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
                 out.append(int(pid))
         except OSError:
             continue
@@ -334,9 +344,11 @@ def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path):
     assert _digest(sub) == before, "a submission was changed"
     assert not (tmp_path / "escaped.txt").exists(), "the spy wrote outside its sandbox"
     assert server.reached == [], "the spy reached a server on the host's loopback"
-    assert _leftover_kernels() == [], "a sandboxed kernel outlived the run"
+    assert _leftover_sandboxes(tmp_path / "grades.csv.parts") == [], "a sandbox outlived the run"
     with open(out, newline="") as f:
-        scores = {(s, t): float(x) for s, a, t, x, m in list(csv.reader(f))[1:]}
+        rows = list(csv.reader(f))[1:]
+    scores = {(s, t): float(x) for s, a, t, x, m in rows}
+    maxima = {(s, t): float(m) for s, a, t, x, m in rows}
     fb = tmp_path / "feedback"
 
     def page(student):
@@ -344,8 +356,10 @@ def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path):
 
     assert [scores[("honest", f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2]
     for student in ("frames", "copy_by_path", "import_hook", "transformer", "fork_bomb",
-                    "memory_hog", "loop", "flood", "aaa_spy", "not_json", "symlink"):
+                    "memory_hog", "loop", "flood", "aaa_spy", "not_json", "symlink",
+                    "forged_grade_cell"):
         assert scores[(student, "task1")] == 0, student
+    assert maxima[("forged_grade_cell", "task1")] == 2
     for student in ("frames", "import_hook", "transformer", "aaa_spy", "loop", "flood"):
         assert [scores[(student, f"task{i}")] for i in (2, 3, 4)] == [3, 3, 2], student
     assert "bubble_of_total" in page("frames")

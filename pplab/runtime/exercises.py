@@ -153,21 +153,21 @@ def _grade_p2p(task: str, fns: dict, cases, label: str) -> bool:
     return True
 
 
-@derive_without()
+@derive_without("runtime.worker.*")
 def check_stage_forward(stage_forward, cases=(0,)) -> bool:
     """``stage_forward(stage, x, in_shape)`` under 2 real processes: the loss must equal one
     process's."""
     return _grade_p2p("forward", {"stage_forward": stage_forward}, cases, "stage_forward")
 
 
-@derive_without()
+@derive_without("runtime.worker.*")
 def check_stage_backward(stage_backward, cases=(0,)) -> bool:
     """``stage_backward(x, y, loss)`` (with the grader's forward): gradients must equal one
     process's."""
     return _grade_p2p("backward", {"stage_backward": stage_backward}, cases, "stage_backward")
 
 
-@derive_without()
+@derive_without("runtime.worker.*")
 def check_pipeline_step(stage_forward, stage_backward, cases=(0,)) -> bool:
     """Both functions over M microbatches (GPipe order, loss / M): gradients equal."""
     return _grade_p2p("step", {"stage_forward": stage_forward,
