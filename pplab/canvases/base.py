@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..registry import NAMES, make_schedule
+from ..registry import make_schedule, names
 from ..simulate import Costs, simulate
 from ..text import metrics_line
 
@@ -25,7 +25,7 @@ from ..text import metrics_line
 P_RANGE = (1, 8)
 M_RANGE = (1, 32)
 V_RANGE = (1, 4)
-SCHEDULES = NAMES
+SCHEDULES = names(canvas="timeline")
 
 
 def summary(tl) -> str:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..closed_forms import bubble_both
-from ..registry import default_V, spec
+from ..registry import default_V, names, spec
 from ..scene import (inflight_panel, line, lines_panel, peak_bars_panel, scene,
                      timeline_panel)
 from .base import (M_RANGE, P_RANGE, SCHEDULES, V_RANGE, Canvas, build_canvas, cost_sliders,
@@ -126,7 +126,7 @@ def compare_canvas(a: str = "gpipe", b: str = "1f1b", P: int = 4, M: int = 8,
 def bubble_curve_canvas(P: int = 4, schedule: str = "1f1b", V: int = 1) -> Canvas:
     """P slider (and schedule) for the bubble-vs-M curve with simulated points."""
     import ipywidgets as w
-    controls = {"schedule": w.Dropdown(options=["gpipe", "1f1b", "interleaved"], value=schedule,
+    controls = {"schedule": w.Dropdown(options=names(canvas="bubble-curve"), value=schedule,
                                        description="schedule"),
                 "P": w.IntSlider(value=P, min=P_RANGE[0], max=P_RANGE[1], description="P",
                                  continuous_update=False)}
@@ -163,8 +163,8 @@ def bubble_curve_panel(P: int, Ms=BUBBLE_MS, schedule: str = "1f1b", V: int = 1)
 
 
 def render_bubble_curve(schedule: str = "1f1b", P: int = 4, draw=True):
-    """The bubble-vs-M curve for ``schedule`` at ``P`` (interleaved at V=2)."""
-    v = 2 if schedule == "interleaved" else 1
+    """The bubble-vs-M curve for ``schedule`` at ``P``, at the schedule's usual V."""
+    v = default_V(schedule)
     f32, r32 = bubble_both(P, 32, v)
     msg = (f"{schedule} P={P}: at M=32 the bubble is {f32:.1%} of the total "
            f"and {r32:.1%} of the ideal")

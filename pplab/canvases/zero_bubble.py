@@ -8,7 +8,7 @@ from ..timeline import peak_inflight
 from .base import M_RANGE, P_RANGE, Canvas, build_canvas, summary
 
 
-ZB_SCHEDULES = ("1f1b",) + names(split_backward=True)    # 1F1B as the baseline
+ZB_SCHEDULES = names(canvas="zero-bubble")    # the split-backward ones, 1F1B as baseline
 ZB_COSTS = {"tf": (0.5, 3.0, 0.5), "tb": (0.5, 4.0, 0.5), "tw": (0.0, 2.0, 0.5),
             "tfb": (0.5, 7.0, 0.5)}
 

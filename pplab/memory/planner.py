@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..registry import make_schedule, names, spec
+from ..registry import SPECS, Extrapolation, make_schedule, names, spec
 from ..simulate import Costs, simulate
 from ..partition import stage_layers
 from ..timeline import peak_inflight
@@ -43,19 +43,14 @@ from .accounting import states_bytes
 from .parallel import ParallelConfig
 
 SIM_MAX_M = 48
-# Schedules whose makespan (or peak) is affine in M only from M ≥ 2P (checked by simulation:
-# zb-h1 with p2p latency is off by ~0.02% from M = P, interleaved peaks settle at 2P).
-NEEDS_2P = {"dualpipe", "dualpipev", "zbv", "interleaved", "bfs", "zb-h1"}
-GROWING_PEAK = {"gpipe", "naive"}     # activation peak grows with M (all forwards first)
-# Schedules whose makespan (with p2p latency too) grows by the same amount every 2 microbatches
-# once M ≥ 2P (checked by simulation for P = 2..16): extrapolate from M and M + 2, not M + P.
-PERIOD_2 = {"zb-h1", "zbv"}
+# What may be extrapolated in M is each schedule's own fact (``ScheduleSpec.planner``): a
+# schedule without those facts is simulated at its full M, never extrapolated on a guess.
 SPLIT_BACKWARD = set(names(split_backward=True))
-# Uneven stages: past M = 4P each extra microbatch adds exactly the busiest rank's work for
-# zb-h1 and zbv (checked to 1e-14 against direct simulation at M = 240, P = 2..16, four
-# imbalance patterns, p2p latency 0, 0.05 and 0.3), and for 1f1b without p2p latency. 1f1b
-# with latency (up to 10% off), interleaved (4%) and dualpipev (19%) idle in steady state.
-SLOPE_EXACT = {"zb-h1", "zbv"}
+PERIOD_2 = {s.name for s in SPECS if s.planner and s.planner.period_2}
+
+
+def _traits(name: str) -> Extrapolation | None:
+    return spec(name).planner
 
 
 @dataclass(frozen=True)
@@ -108,12 +103,13 @@ def compute_costs(model: ModelSpec, cfg: ParallelConfig, hw: Hardware,
 def _reduced(M: int, P: int, name: str = "") -> tuple[int, int] | None:
     """Two smaller M with the same residue mod P (2P for odd P) and ≥ 2P: the divisibility
     and minimum-size rules of every schedule then hold for them exactly when they hold for M."""
-    if M <= SIM_MAX_M:
+    traits = _traits(name) if name else Extrapolation()
+    if M <= SIM_MAX_M or traits is None:
         return None
     step = P if P % 2 == 0 else 2 * P
-    if name in PERIOD_2 and P % 2 == 0:
+    if traits.period_2 and P % 2 == 0:
         step = 2
-    lo = max((2 if name in NEEDS_2P else 1) * P, 8)
+    lo = max((2 if traits.settles_at_2P else 1) * P, 8)
     Ma = M - ((M - lo) // step) * step
     return Ma, Ma + step
 
@@ -148,12 +144,15 @@ def _schedule(name: str, P: int, M: int, V: int | None):
 
 def _makespan_unit(name, P, M, V, tb, tw, comm, scale=None) -> float:
     """Makespan with tf = 1 (the simulation is scale-free: times scale together)."""
-    if name == "gpipe":      # same bubble as 1F1B (Megatron-LM §2.2.1): share its simulation
-        name = "1f1b"
+    traits = _traits(name)
+    if traits is None:       # nothing known about its steady state: simulate it whole
+        return _sim(name, P, M, V, tb, tw, comm, scale)
+    if traits.makespan_as and comm == 0:   # GPipe's bubble is 1F1B's (Megatron-LM §2.2.1)
+        name, traits = traits.makespan_as, _traits(traits.makespan_as)
     red = _reduced(M, P, name)
     if scale is not None:    # uneven stages: the steady state is paced by the slowest one
         lo = 4 * P
-        exact = name in SLOPE_EXACT or (name == "1f1b" and comm == 0)
+        exact = traits.slope_exact or (traits.slope_exact_without_p2p and comm == 0)
         if exact and M > max(SIM_MAX_M, lo + 2 * P):
             Ma = lo + (M - lo) % (2 * P)
             sch = _schedule(name, P, Ma, V)
@@ -161,7 +160,7 @@ def _makespan_unit(name, P, M, V, tb, tw, comm, scale=None) -> float:
                       for r in range(P))
             return _sim(name, P, Ma, V, tb, tw, comm, scale) + (M - Ma) * (1 + tb) * per
         return _affine_uneven(lambda m: _sim(name, P, m, V, tb, tw, comm, scale), M, P)
-    if red is not None and comm == 0:
+    if red is not None and comm == 0 and traits.steady_without_idle:
         # Without p2p latency the steady state has no idle time: every extra microbatch adds
         # exactly one forward + one full backward (tf = 1, tb includes W) to the makespan.
         # One simulation then suffices (tested against direct simulation for every schedule).
@@ -348,7 +347,7 @@ def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
     key = _small_key(cfg)
     if red is None:
         peaks = _activation_peaks(model, cfg, cfg.microbatches, seq)
-    elif cfg.schedule not in GROWING_PEAK:
+    elif not _traits(cfg.schedule).peak_grows:
         # Past the fill, every schedule but GPipe holds a fixed number of microbatches:
         # the peak at Ma is the peak at any larger M (tested).
         peaks = _activation_peaks(model, cfg, red[0], seq)
