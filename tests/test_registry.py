@@ -109,8 +109,8 @@ def test_bubble_curve_starts_at_the_schedules_V(name):
 def test_planner_extrapolation_traits_hold(monkeypatch, name):
     """What the planner extrapolates from two small M equals direct simulation at large M,
     with and without p2p latency (found so: GPipe's makespan is 1F1B's only without it)."""
-    import pplab.memory.planner as pl
-    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    import pplab.memory.extrapolate as ex
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
     tw = 1.0 if spec(name).split_backward else 0.0
     for P, M in ((4, 40), (3, 42), (8, 64)):
         try:
@@ -119,23 +119,24 @@ def test_planner_extrapolation_traits_hold(monkeypatch, name):
             continue
         for comm in (0.0, 0.05):
             direct = simulate(sched, Costs(tf=1, tb=2.1, tw=tw, comm=comm)).makespan
-            assert pl._makespan_unit(name, P, M, None, 2.1, tw, comm) == pytest.approx(direct)
+            assert ex.makespan_unit(name, P, M, None, 2.1, tw, comm) == pytest.approx(direct)
 
 
 def test_schedules_without_traits_are_never_extrapolated(monkeypatch):
-    import pplab.memory.planner as pl
-    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    import pplab.memory.extrapolate as ex
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
     for s in SPECS:
-        assert (pl._reduced(64, 4, s.name) is None) == (s.planner is None), s.name
+        assert (ex.reduced(64, 4, s.name) is None) == (s.planner is None), s.name
 
 
 @pytest.mark.parametrize("name", [s.name for s in SPECS if s.planner])
 def test_planner_peak_traits_hold(monkeypatch, name):
     """Past the fill the activation peak is constant, unless ``peak_grows`` says it is not."""
-    import pplab.memory.planner as pl
+    import pplab.memory.extrapolate as ex
     from pplab.memory import ParallelConfig, get_preset, memory_report
-    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    from pplab.memory.rank_memory import fast_memory
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
     m = get_preset("llama3-8b").with_(seq=1024)
     cfg = ParallelConfig(tp=2, pp=4, dp=2, sp=True, microbatches=40, schedule=name)
     exact = [r.activations for r in memory_report(m, cfg).per_rank]
-    assert [r.activations for r in pl.fast_memory(m, cfg).per_rank] == pytest.approx(exact)
+    assert [r.activations for r in fast_memory(m, cfg).per_rank] == pytest.approx(exact)
