@@ -53,8 +53,9 @@ def test_torch_runtime_runs_pplab_csv_with_single_process_gradients(P, tmp_path)
     (tmp_path / "job.json").write_text(json.dumps(job))
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
            "--master-addr=127.0.0.1", f"--master-port={_free_port()}",
+           f"--log-dir={tmp_path / 'logs'}",         # not a torchelastic_* folder in /tmp
            os.path.join(ROOT, "tests", "torch_csv_worker.py"), str(tmp_path / "job.json")]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT)
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT, TMPDIR=str(tmp_path))
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
                          start_new_session=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
