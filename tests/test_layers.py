@@ -23,6 +23,7 @@ from pplab.canvases.zero_bubble import render_zero_bubble
 from pplab.lower import in_order_plan, p2p_messages
 from pplab.memory import ParallelConfig, get_preset, memory_report
 from pplab.text import timeline_to_text
+from pplab.scene import bubble_curve_panel, timeline_panel
 for name in NAMES:
     s = make_schedule(name, 4, 8)
     validate(s)
@@ -33,6 +34,8 @@ assert render("interleaved", 8, 32, 2, draw=False)[0] is None
 assert render_compare(("zb-h2", "interleaved"), 4, 8, V=2, draw=False)[0] is None
 render_interleaved("interleaved", 4, 8, 2, draw=False)
 render_zero_bubble("zbv", 4, 8, draw=False)
+bubble_curve_panel(4, (1, 4, 16), "interleaved", 2)
+timeline_panel(simulate(make_schedule("zbv", 4, 8)))
 memory_report(get_preset("llama3-8b"), ParallelConfig(tp=1, pp=4, dp=2, microbatches=8))
 print(",".join(sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY})))
 """.replace("{HEAVY}", repr(set(HEAVY)))
