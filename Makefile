@@ -28,7 +28,7 @@ test: $(STAMP)
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
 
-# the edit loop: pure core and drawing, no torchrun, notebooks or browser (under 2 minutes)
+# the edit loop: pure core and drawing, no torchrun, notebooks or browser (about 40 s)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" tests
 

@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from pplab.registry import TORCH_CLASSES  # noqa: E402
+from scratch import scratch_tmpdir  # noqa: E402  (benchmarks/scratch.py, next to this file)
 
 
 def torch_worker(job_path: str) -> None:
@@ -105,7 +106,7 @@ def torch_worker(job_path: str) -> None:
 
 
 def run_torch(schedule: str, P: int, M: int, V: int | None, steps: int) -> dict:
-    tmp = tempfile.mkdtemp(prefix="pplab-bench-")
+    tmp = tempfile.mkdtemp(prefix="torch-run-")      # inside main's scratch folder
     job = {"schedule": schedule, "M": M, "V": V, "steps": steps,
            "out": os.path.join(tmp, "out.json")}
     path = os.path.join(tmp, "job.json")
@@ -113,7 +114,8 @@ def run_torch(schedule: str, P: int, M: int, V: int | None, steps: int) -> dict:
     from pplab.runtime.launcher import _free_port
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
            "--master-addr=127.0.0.1", f"--master-port={_free_port()}",
-           os.path.abspath(__file__), "--torch-worker", path]
+           f"--log-dir={os.path.join(tmp, 'logs')}", os.path.abspath(__file__),
+           "--torch-worker", path]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
                          start_new_session=True)
@@ -228,7 +230,8 @@ def main() -> int:
         torch_worker(a.torch_worker)
         return 0
     names = sorted(TORCH_CLASSES) if a.schedule == "all" else [a.schedule]
-    summary = [compare(name, a.P, a.M, a.V, a.steps, a.repeats) for name in names]
+    with scratch_tmpdir():       # every folder pplab or torch makes goes, failures included
+        summary = [compare(name, a.P, a.M, a.V, a.steps, a.repeats) for name in names]
     if len(summary) > 1:
         print("\nschedule      pplab ms   torch ms   pplab/torch   same gradients")
         for name, t_pp, t_to, ratio, same in summary:

@@ -34,14 +34,13 @@ def median_ms(fn, repeats: int) -> float:
 def planner_time() -> None:
     """The 3D planner over every layout of Llama-3-70B on 64 GPUs, caches cleared each time."""
     from pplab.memory import get_preset
-    from pplab.memory import planner as pl
+    from pplab.memory import extrapolate as ex, planner as pl, rank_memory as rm
     model = get_preset("llama3-70b").with_(seq=4096)
 
     def cold_plan():
-        for f in (pl._sim, pl._schedule, pl._alive_states, pl._rank_params, pl._equivalents,
-                  pl._estimate_cached, getattr(pl, "_stage_scale", None)):
-            if f is not None:
-                f.cache_clear()
+        for f in (ex.sim_makespan, ex.cached_schedule, rm._alive_states, rm.rank_params,
+                  rm._equivalents, pl._estimate_cached, pl._stage_scale):
+            f.cache_clear()
         pl.plan(model, 64)
     print(f"\nplanner, llama3-70b on 64 GPUs, cold caches: median {median_ms(cold_plan, 3):.0f} ms "
           "over 3 runs")

@@ -300,15 +300,3 @@ class Schedule:
         ranks = tuple(tuple(parse_op(t) for t in row) for row in d["ranks"])
         return cls(d["name"], int(d["P"]), int(d["M"]), tuple(d["stage_to_rank"]), ranks,
                    int(d.get("V", 1)), int(d.get("copies", 1)))
-
-    def to_csv(self, fmt: str = "compute_only") -> str:
-        """torch.distributed.pipelining's CSV: one row per rank, one action string per cell.
-        ``fmt="compute_comms"`` writes the lowered form with SEND/RECV actions."""
-        from .torch_format import to_csv
-        return to_csv(self, fmt)
-
-    @classmethod
-    def from_csv(cls, text: str, **kw) -> "Schedule":
-        """Read either CSV form back (SEND/RECV cells are dropped: the lowering remakes them)."""
-        from .torch_format import from_csv
-        return from_csv(text, **kw)

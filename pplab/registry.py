@@ -22,6 +22,26 @@ from .schedules.zero_bubble import zb_h1, zb_h2, zbv
 
 
 @dataclass(frozen=True)
+class Extrapolation:
+    """How the planner may extrapolate a schedule's simulation in M (``memory/planner.py``),
+    each trait checked by simulation (tests/test_registry.py). A schedule without one is
+    simulated at its full M: slower, never silently wrong."""
+    settles_at_2P: bool = False      # makespan and peak affine in M only from M ≥ 2P
+    peak_grows: bool = False         # the activation peak grows with M (all forwards first)
+    period_2: bool = False           # makespan grows alike every 2 microbatches from M ≥ 2P
+    slope_exact: bool = False        # uneven stages: each extra microbatch adds exactly the
+    #                                  busiest rank's work past M = 4P (with p2p latency too)
+    slope_exact_without_p2p: bool = False    # the same, only when p2p latency is 0
+    # without p2p latency, each extra microbatch adds exactly tf + tb past the fill
+    steady_without_idle: bool = True
+    makespan_as: str | None = None   # same makespan without p2p latency: share its simulation
+
+
+#: the lesson canvases a schedule can be offered in (``ScheduleSpec.canvases``)
+CANVASES = ("timeline", "bubble-curve", "interleaved", "zero-bubble", "memory")
+
+
+@dataclass(frozen=True)
 class ScheduleSpec:
     """One schedule's facts. ``stages_per_rank`` is "one" (V must be 1), "fixed" (always
     ``default_V`` stages, e.g. a V shape) or "any" (the user picks V ≥ 1)."""
@@ -35,6 +55,20 @@ class ScheduleSpec:
     excess: Callable | None = None          # closed-form bubble as time per rank, or None
     excess_note: str = "no closed form"
     aliases: tuple[str, ...] = ()
+    torch_class: str | None = None          # torch.distributed.pipelining's class, same order
+    planner: Extrapolation | None = None    # None: the planner never extrapolates it
+    also_in: tuple[str, ...] = ()           # canvases beyond those its facts imply
+
+    @property
+    def canvases(self) -> tuple[str, ...]:
+        """The canvases whose menus offer it: every timeline; the interleaved canvas if V is
+        free; the zero-bubble canvas if B is split; plus ``also_in``."""
+        out = ["timeline"]
+        if self.stages_per_rank == "any":
+            out.append("interleaved")
+        if self.split_backward:
+            out.append("zero-bubble")
+        return tuple(out) + tuple(c for c in self.also_in if c not in out)
 
     def accepts_V(self, V: int) -> bool:
         """Whether the V slider value means something for this schedule."""
@@ -45,28 +79,39 @@ class ScheduleSpec:
 
 SPECS: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("naive", naive, "naive (one microbatch at a time)", excess=cf.excess_naive,
-                 excess_note="(P−1)·M·(tf+tb): only one rank ever works"),
+                 excess_note="(P−1)·M·(tf+tb): only one rank ever works",
+                 planner=Extrapolation(peak_grows=True, steady_without_idle=False)),
     ScheduleSpec("gpipe", gpipe, "GPipe / all-forward-all-backward", excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb), Huang et al. 2019; B = full backward",
-                 aliases=("afab",)),
+                 aliases=("afab",), torch_class="ScheduleGPipe",
+                 planner=Extrapolation(peak_grows=True, makespan_as="1f1b"),
+                 also_in=("bubble-curve", "memory")),
     ScheduleSpec("1f1b", one_f_one_b, "1F1B (PipeDream-Flush)", excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb), Megatron-LM; B = full backward",
-                 aliases=("pipedream-flush",)),
+                 aliases=("pipedream-flush",), torch_class="Schedule1F1B",
+                 planner=Extrapolation(slope_exact_without_p2p=True),
+                 also_in=("zero-bubble", "bubble-curve", "memory")),   # ZB's baseline
     ScheduleSpec("interleaved", interleaved, "interleaved 1F1B", stages_per_rank="any",
                  default_V=2, constraints="M a multiple of P", excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb)/V, Narayanan et al. 2021, for M a multiple of P",
-                 aliases=("interleaved-1f1b",)),
+                 aliases=("interleaved-1f1b",), torch_class="ScheduleInterleaved1F1B",
+                 planner=Extrapolation(settles_at_2P=True),
+                 also_in=("bubble-curve", "memory")),
     ScheduleSpec("bfs", breadth_first, "looped breadth-first", stages_per_rank="any",
                  default_V=2, excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb)/V, Lamy-Poirier 2023",
-                 aliases=("breadth-first",)),
+                 aliases=("breadth-first",), torch_class="ScheduleLoopedBFS",
+                 planner=Extrapolation(settles_at_2P=True, peak_grows=True)),
     ScheduleSpec("bfs-1f1b", bfs_1f1b, "breadth-first with 1F1B steady state (Megatron, "
                  "Llama 3)", stages_per_rank="any", default_V=2, constraints="M ≥ P",
                  excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb)/V like interleaved: same warm-up trip, more held"),
     ScheduleSpec("zb-h1", zb_h1, "zero bubble H1", split_backward=True, excess=cf.excess_zb_h1,
                  excess_note="(P−1)(tf+tb−2tw), Zero Bubble Table 2; exact for M ≥ P, "
-                             "tw ≤ tf, tw ≤ tI", aliases=("zb1p",)),
+                             "tw ≤ tf, tw ≤ tI", aliases=("zb1p",),
+                 torch_class="ScheduleInterleavedZeroBubble",   # one stage per rank: ZB-H1
+                 planner=Extrapolation(settles_at_2P=True, period_2=True, slope_exact=True),
+                 also_in=("memory",)),
     ScheduleSpec("zb-h2", zb_h2, "zero bubble H2", split_backward=True, excess=cf.excess_zb_h2,
                  excess_note="max((P−1)tf, (P−1)(tf+tI−2tw)) in one flushed step, M ≥ 2P−1; "
                              "the paper's (P−1)(tf+tI−2tw) needs overlapping iterations"),
@@ -78,7 +123,10 @@ SPECS: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("zbv", zbv, "zero bubble V", stages_per_rank="fixed", default_V=2,
                  split_backward=True, excess=cf.excess_zbv,
                  excess_note="(P−1)·tf/2: the first microbatch's trip down the V, a lower "
-                             "bound; reached at tf = tI = tw", aliases=("zb-v",)),
+                             "bound; reached at tf = tI = tw", aliases=("zb-v",),
+                 torch_class="ScheduleZBVZeroBubble",
+                 planner=Extrapolation(settles_at_2P=True, period_2=True, slope_exact=True),
+                 also_in=("memory",)),
     ScheduleSpec("v-zb", v_zb, "V-ZB (controllable memory, 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
                  excess=cf.excess_zbv,
@@ -98,20 +146,18 @@ SPECS: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("dualpipe", dualpipe, "DualPipe (two copies)", split_backward=True,
                  constraints="P even, M even and M ≥ 2P", excess=cf.excess_dualpipe,
                  excess_note="(P/2−1)(tF&B+tB−3tW), DeepSeek-V3 Table 2; exact at F=1, B=2, "
-                             "W=1, F&B=3"),
+                             "W=1, F&B=3", planner=Extrapolation(settles_at_2P=True)),
     ScheduleSpec("dualpipev", dualpipev, "DualPipeV (V shape)", stages_per_rank="fixed",
                  default_V=2, split_backward=True, constraints="M ≥ 2P",
                  excess=cf.excess_dualpipev,
-                 excess_note="DualPipe's formula on 2P half-size stages: (P−1)(tF&B+tB−3tW)/2"),
+                 excess_note="DualPipe's formula on 2P half-size stages: (P−1)(tF&B+tB−3tW)/2",
+                 torch_class="ScheduleDualPipeV", planner=Extrapolation(settles_at_2P=True),
+                 also_in=("memory",)),
 )
 
 REGISTRY: dict[str, ScheduleSpec] = {s.name: s for s in SPECS}
-#: the torch.distributed.pipelining class that runs the same order (lesson 12); torch's
-#: zero-bubble class with one stage per rank is ZB-H1's order
-TORCH_CLASSES: dict[str, str] = {
-    "gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B", "interleaved": "ScheduleInterleaved1F1B",
-    "bfs": "ScheduleLoopedBFS", "zb-h1": "ScheduleInterleavedZeroBubble",
-    "zbv": "ScheduleZBVZeroBubble", "dualpipev": "ScheduleDualPipeV"}
+#: torch.distributed.pipelining's class that runs the same order (lesson 12), from the specs
+TORCH_CLASSES: dict[str, str] = {s.name: s.torch_class for s in SPECS if s.torch_class}
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 _ALIASES = {a: s.name for s in SPECS for a in s.aliases}
 
@@ -131,12 +177,15 @@ def default_V(name: str) -> int:
 
 
 def names(*, stages_per_rank: str | None = None, split_backward: bool | None = None,
-          with_excess: bool | None = None) -> tuple[str, ...]:
+          with_excess: bool | None = None, canvas: str | None = None) -> tuple[str, ...]:
     """Schedule names filtered by their facts, in the registry's teaching order."""
+    if canvas is not None and canvas not in CANVASES:
+        raise ValueError(f"unknown canvas {canvas!r}; choose one of {', '.join(CANVASES)}")
     return tuple(s.name for s in SPECS
                  if (stages_per_rank is None or s.stages_per_rank == stages_per_rank)
                  and (split_backward is None or s.split_backward == split_backward)
-                 and (with_excess is None or (s.excess is not None) == with_excess))
+                 and (with_excess is None or (s.excess is not None) == with_excess)
+                 and (canvas is None or canvas in s.canvases))
 
 
 def make_schedule(name: str, P: int, M: int, V: int | None = None) -> Schedule:
@@ -156,5 +205,5 @@ def excess_closed_form(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=No
     return s.excess(P, M, V, tf, tb, tw, tfb), s.excess_note
 
 
-__all__ = ["ScheduleSpec", "SPECS", "REGISTRY", "TORCH_CLASSES", "NAMES", "spec", "default_V",
-           "names", "make_schedule", "excess_closed_form"]
+__all__ = ["ScheduleSpec", "Extrapolation", "CANVASES", "SPECS", "REGISTRY", "TORCH_CLASSES",
+           "NAMES", "spec", "default_V", "names", "make_schedule", "excess_closed_form"]

@@ -163,13 +163,14 @@ def search(P: int, M: int, V: int = 1, costs: Costs | None = None, cap: int | No
 
 
 # ---- exact, for tiny instances --------------------------------------------------------------
-def _rank_orders(stage: int, M: int):
-    """Every order of one stage's F, I, W with each kind in microbatch order, F_m < I_m < W_m."""
+def _rank_orders(stage: int, M: int, cap: int):
+    """Every order of one stage's F, I, W with each kind in microbatch order, F_m < I_m < W_m,
+    holding at most ``cap`` activations (F adds one, W frees it): pruned while built."""
     def rec(f, i, w, acc):
         if w == M:
             yield tuple(acc)
             return
-        if f < M:
+        if f < M and f - w < cap:
             yield from rec(f + 1, i, w, acc + [Action(stage, "F", f)])
         if i < f:
             yield from rec(f, i + 1, w, acc + [Action(stage, "I", i)])
@@ -180,16 +181,19 @@ def _rank_orders(stage: int, M: int):
 
 def exact(P: int, M: int, costs: Costs, cap: int, limit: int = 200_000) -> tuple[float, Schedule]:
     """The optimal makespan over every per-rank order (one stage per rank, split backward,
-    each kind in microbatch order). Refuses instances with more than ``limit`` candidates."""
+    each kind in microbatch order). Refuses instances with more than ``limit`` candidates,
+    as soon as it has counted that many (not after listing them all)."""
     _check(P, M, 1, cap)
-    per_rank = [[o for o in _rank_orders(r, M)
-                 if max(peak_inflight(build("x", 1, M, [0], [o])), default=0) <= cap]
-                for r in range(P)]
-    count = 1
-    for orders in per_rank:
+    per_rank, count = [], 1
+    for r in range(P):
+        orders = []
+        for o in _rank_orders(r, M, cap):
+            orders.append(o)
+            if count * len(orders) > limit:
+                raise ValueError(f"exact: more than {limit} candidate schedules is too many; "
+                                 "try P·M ≤ 6")
+        per_rank.append(orders)
         count *= len(orders)
-    if count > limit:
-        raise ValueError(f"exact: {count} candidate schedules is too many; try P·M ≤ 6")
     best = (float("inf"), None)
     for combo in itertools.product(*per_rank):
         s = build("exact", P, M, range(P), [list(c) for c in combo])

@@ -17,7 +17,12 @@ FILE_TIERS = {
     "test_notebooks": "notebook",
     "test_exercises.py": "notebook",
     "test_browser": "browser",
+    "test_cluster_hosts": "torchrun",     # two hosts in network namespaces run pplab run
+    "test_cluster_slurm": "torchrun",     # srun pplab run on a real Slurm
 }
+#: single tests in other files that start torchrun, directly or through what they grade
+TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
+                  "test_grading.py::test_pplab_grade_runs_the_instructor_workflow")
 
 
 def pytest_configure(config):
@@ -35,3 +40,6 @@ def pytest_collection_modifyitems(config, items):
             if filename.startswith(prefix):
                 item.add_marker(getattr(pytest.mark, marker))
                 item.add_marker(pytest.mark.slow)
+        if item.nodeid.split("/")[-1].startswith(TORCHRUN_TESTS):
+            item.add_marker(pytest.mark.torchrun)
+            item.add_marker(pytest.mark.slow)

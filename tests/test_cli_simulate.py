@@ -77,3 +77,11 @@ def test_closed_pipe_is_not_a_traceback():
                        "| head -c 100 > /dev/null", shell=True, capture_output=True, text=True,
                        timeout=60)
     assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+
+
+def test_cost_flags_are_declared_once():
+    """Each subcommand takes its cost flags from pplab.cli.COST_FLAGS, never its own."""
+    import pathlib
+    import re
+    for path in pathlib.Path(__file__).resolve().parents[1].glob("pplab/cli/*.py"):
+        assert not re.search(r'add_argument\("--(tf|tb|tw|tfb|fixed)"', path.read_text()), path

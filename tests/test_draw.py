@@ -91,12 +91,12 @@ def test_bubble_curve_points_sit_on_closed_form():
     fig = draw_bubble_curve(4, [1, 2, 4, 8, 16], schedule="gpipe")
     ax = fig.axes[0]
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
-    pts = lines["simulated gpipe, ÷ total"]
+    pts = lines["simulated gpipe, ÷ total"]        # (the scene rounds to 1e-9 for JSON)
     for m, y in zip(pts.get_xdata(), pts.get_ydata()):
-        assert abs(y - 3 / (m + 3)) < 1e-12
+        assert abs(y - 3 / (m + 3)) < 1e-9
     pts = lines["simulated gpipe, ÷ ideal"]
     for m, y in zip(pts.get_xdata(), pts.get_ydata()):
-        assert abs(y - 3 / m) < 1e-12
+        assert abs(y - 3 / m) < 1e-9
     # interleaved skips M that are not multiples of P instead of failing
     fig = draw_bubble_curve(4, [1, 2, 4, 8], schedule="interleaved", V=2)
     lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}

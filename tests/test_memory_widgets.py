@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+import pplab.memory.extrapolate as ex
 import pplab.memory.planner as pl
 from pplab.canvases import memory as mw
 from pplab.draw import figure_png
@@ -151,17 +152,17 @@ def test_canvases_react_without_a_kernel():
 @pytest.mark.parametrize("name,V", [("1f1b", None), ("interleaved", 2), ("interleaved", 4),
                                     ("zb-h1", None), ("zbv", None), ("dualpipev", None)])
 def test_one_simulation_without_p2p_is_exact(monkeypatch, name, V):
-    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
     tw = 1.0 if name in pl.SPLIT_BACKWARD else 0.0
     for P, M in ((4, 40), (8, 64)):
         direct = simulate(make_schedule(name, P, M, V), Costs(tf=1, tb=2.1, tw=tw)).makespan
-        assert pl._makespan_unit(name, P, M, V, 2.1, tw, 0.0) == pytest.approx(direct)
+        assert ex.makespan_unit(name, P, M, V, 2.1, tw, 0.0) == pytest.approx(direct)
 
 
 @pytest.mark.parametrize("name,V", [("1f1b", None), ("interleaved", 2), ("zb-h1", None),
                                     ("zbv", None), ("dualpipev", None), ("gpipe", None)])
 def test_steady_activation_peak(monkeypatch, name, V):
-    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
     m = get_preset("llama3-8b").with_(seq=1024)
     cfg = ParallelConfig(tp=2, pp=4, dp=2, sp=True, microbatches=40, schedule=name, virtual=V)
     exact = [r.activations for r in memory_report(m, cfg).per_rank]
@@ -191,8 +192,8 @@ def test_planner_70b_on_64_gpus_fills_the_budget():
 
 @pytest.mark.parametrize("name", sorted(pl.PERIOD_2))
 def test_period_two_extrapolation_with_p2p(monkeypatch, name):
-    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
     for P, M in ((4, 41), (8, 64), (8, 75)):
         direct = simulate(make_schedule(name, P, M), Costs(tf=1, tb=2.1, tw=1.0,
                                                           comm=0.05)).makespan
-        assert pl._makespan_unit(name, P, M, None, 2.1, 1.0, 0.05) == pytest.approx(direct)
+        assert ex.makespan_unit(name, P, M, None, 2.1, 1.0, 0.05) == pytest.approx(direct)

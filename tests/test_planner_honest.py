@@ -160,8 +160,9 @@ def test_uneven_stage_extrapolation_is_exact(monkeypatch, name, V):
     """With a heavier last stage the planner's makespan for large M equals direct simulation."""
     from pplab.registry import make_schedule
     from pplab.simulate import Costs, simulate
+    import pplab.memory.extrapolate as ex
     import pplab.memory.planner as pl
-    monkeypatch.setattr(pl, "SIM_MAX_M", 8)
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
     tw = 1.0 if name in pl.SPLIT_BACKWARD else 0.0
     for P, M in ((4, 56), (8, 112)):
         n = make_schedule(name, P, M, V).num_stages
@@ -169,5 +170,5 @@ def test_uneven_stage_extrapolation_is_exact(monkeypatch, name, V):
         for comm in (0.0, 0.05):
             costs = Costs(tf=1, tb=2.1, tw=tw, comm=comm, stage_scale=scale)
             direct = simulate(make_schedule(name, P, M, V), costs).makespan
-            got = pl._makespan_unit(name, P, M, V, 2.1, tw, comm, scale)
+            got = ex.makespan_unit(name, P, M, V, 2.1, tw, comm, scale)
             assert got == pytest.approx(direct, rel=1e-9)

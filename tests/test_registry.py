@@ -6,7 +6,9 @@ from pplab.canvases.interleaved import INTERLEAVED_SCHEDULES
 from pplab.canvases.timeline import render_compare
 from pplab.canvases.zero_bubble import ZB_SCHEDULES
 from pplab.cli import main as cli_main
-from pplab.registry import REGISTRY, default_V, excess_closed_form, spec
+from pplab.registry import (CANVASES, REGISTRY, SPECS, TORCH_CLASSES, default_V,
+                            excess_closed_form, names, spec)
+from pplab.simulate import Costs
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -64,3 +66,77 @@ def test_compare_passes_V_only_to_schedules_that_take_it():
 def test_cli_lists_the_registry(capsys):
     assert cli_main(["simulate", "-s", "magic", "-P", "2", "-M", "2"]) == 2
     assert ", ".join(NAMES) in capsys.readouterr().err
+
+
+# ---- every other fact a schedule carries -------------------------------------------------
+def test_each_generator_is_its_modules_own_function():
+    """The graders' guard blocks a spec's generator by module and name: both must resolve."""
+    import importlib
+    for s in REGISTRY.values():
+        mod = s.generator.__module__
+        assert mod.startswith("pplab.schedules."), (s.name, mod)
+        assert getattr(importlib.import_module(mod), s.generator.__name__) is s.generator
+
+
+def test_torch_classes_exist_in_torch():
+    pipelining = pytest.importorskip("torch.distributed.pipelining")
+    assert TORCH_CLASSES == {n: s.torch_class for n, s in REGISTRY.items() if s.torch_class}
+    for name, cls in TORCH_CLASSES.items():
+        assert hasattr(pipelining, cls) or hasattr(pipelining.schedules, cls), (name, cls)
+
+
+def test_canvas_menus_are_the_registry_facts():
+    from pplab.canvases import base, memory
+    assert base.SCHEDULES == NAMES, "every schedule has a timeline"
+    assert INTERLEAVED_SCHEDULES == names(stages_per_rank="any") == names(canvas="interleaved")
+    assert set(ZB_SCHEDULES) == {"1f1b", *names(split_backward=True)}
+    assert memory.MEM_SCHEDULES == names(canvas="memory")
+    assert all(REGISTRY[n].planner for n in memory.MEM_SCHEDULES), "memory canvas needs traits"
+    assert set(names(canvas="bubble-curve")) == {"gpipe", "1f1b", "interleaved"}
+    assert {c for s in REGISTRY.values() for c in s.canvases} == set(CANVASES)
+    with pytest.raises(ValueError, match="unknown canvas"):
+        names(canvas="magic")
+
+
+@pytest.mark.parametrize("name", names(canvas="bubble-curve"))
+def test_bubble_curve_starts_at_the_schedules_V(name):
+    from pplab.canvases.timeline import render_bubble_curve
+    fig, _ = render_bubble_curve(name, 4, draw="scene")
+    assert (f"V={default_V(name)}" in fig["panels"][0]["title"]) == (default_V(name) != 1)
+
+
+@pytest.mark.parametrize("name", [s.name for s in SPECS if s.planner])
+def test_planner_extrapolation_traits_hold(monkeypatch, name):
+    """What the planner extrapolates from two small M equals direct simulation at large M,
+    with and without p2p latency (found so: GPipe's makespan is 1F1B's only without it)."""
+    import pplab.memory.extrapolate as ex
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
+    tw = 1.0 if spec(name).split_backward else 0.0
+    for P, M in ((4, 40), (3, 42), (8, 64)):
+        try:
+            sched = make_schedule(name, P, M)
+        except ValueError:
+            continue
+        for comm in (0.0, 0.05):
+            direct = simulate(sched, Costs(tf=1, tb=2.1, tw=tw, comm=comm)).makespan
+            assert ex.makespan_unit(name, P, M, None, 2.1, tw, comm) == pytest.approx(direct)
+
+
+def test_schedules_without_traits_are_never_extrapolated(monkeypatch):
+    import pplab.memory.extrapolate as ex
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
+    for s in SPECS:
+        assert (ex.reduced(64, 4, s.name) is None) == (s.planner is None), s.name
+
+
+@pytest.mark.parametrize("name", [s.name for s in SPECS if s.planner])
+def test_planner_peak_traits_hold(monkeypatch, name):
+    """Past the fill the activation peak is constant, unless ``peak_grows`` says it is not."""
+    import pplab.memory.extrapolate as ex
+    from pplab.memory import ParallelConfig, get_preset, memory_report
+    from pplab.memory.rank_memory import fast_memory
+    monkeypatch.setattr(ex, "SIM_MAX_M", 8)
+    m = get_preset("llama3-8b").with_(seq=1024)
+    cfg = ParallelConfig(tp=2, pp=4, dp=2, sp=True, microbatches=40, schedule=name)
+    exact = [r.activations for r in memory_report(m, cfg).per_rank]
+    assert [r.activations for r in fast_memory(m, cfg).per_rank] == pytest.approx(exact)

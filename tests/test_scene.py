@@ -136,3 +136,15 @@ def test_browser_turns_torch_cells_into_one_line(monkeypatch):
     (out,) = skip_torch_cells(cell)
     assert out == f"print({browser_note('pplab run -P 2 -M 4')!r})\n"
     assert skip_torch_cells(["x = 1\n"]) == ["x = 1\n"]
+
+
+def test_exported_bubble_curve_is_the_canvas_panel():
+    """One bubble curve: the figure draws exactly the points the canvas shows."""
+    from pplab.draw import draw_bubble_curve
+    from pplab.scene import BUBBLE_MS, bubble_curve_panel
+    shown = T.render_bubble_curve("interleaved", 4, draw="scene")[0]["panels"][0]
+    assert shown == bubble_curve_panel(4, BUBBLE_MS, "interleaved", 2)
+    ax = draw_bubble_curve(4, BUBBLE_MS, "interleaved", V=2).axes[0]
+    drawn = {ln.get_label(): [list(p) for p in zip(ln.get_xdata(), ln.get_ydata())]
+             for ln in ax.get_lines()}
+    assert drawn == {s["name"]: s["points"] for s in shown["series"]}

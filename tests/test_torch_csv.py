@@ -1,7 +1,7 @@
 """pplab schedules in torch.distributed.pipelining's CSV format: the text round-trips, torch's
 ``_Action.from_str`` reads every cell, and torch's own loader and runtime, run on gloo, train
 with exactly the single-process gradients. DualPipe's two model copies have no spelling in
-torch's one-chain format: ``to_csv`` refuses it, naming why."""
+torch's one-chain format: ``torch_format.to_csv`` refuses it, naming why."""
 import json
 import os
 import subprocess
@@ -11,6 +11,7 @@ import pytest
 
 from pplab.ir import Schedule
 from pplab.registry import NAMES, make_schedule
+from pplab.torch_format import from_csv, to_csv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TORCH_CAN = [n for n in NAMES if n != "dualpipe"]
@@ -23,14 +24,14 @@ def test_csv_round_trip_and_torch_parses_every_cell(name, fmt):
     s = make_schedule(name, 4, 8)
     if name not in TORCH_CAN:
         with pytest.raises(ValueError, match="one chain of stages"):
-            s.to_csv(fmt)
+            to_csv(s, fmt)
         return
-    text = s.to_csv(fmt)
+    text = to_csv(s, fmt)
     assert len(text.splitlines()) == s.P
     for row in text.splitlines():
         for cell in row.split(","):
             assert str(_Action.from_str(cell)) == cell
-    back = Schedule.from_csv(text, name=s.name)
+    back = from_csv(text, name=s.name)
     assert (back.ranks, back.stage_to_rank, back.M, back.V) == (s.ranks, s.stage_to_rank, s.M,
                                                                  s.V)
 
@@ -46,14 +47,15 @@ def test_dict_round_trip():
 def test_torch_runtime_runs_pplab_csv_with_single_process_gradients(P, tmp_path):
     from pplab.runtime.launcher import _free_port
     M = 8
-    cases = [{"name": n, "fmt": fmt, "csv": make_schedule(n, P, M).to_csv(fmt)}
+    cases = [{"name": n, "fmt": fmt, "csv": to_csv(make_schedule(n, P, M), fmt)}
              for n in TORCH_CAN for fmt in ("compute_only", "compute_comms")]
     job = {"M": M, "cases": cases, "out": str(tmp_path / "out.json")}
     (tmp_path / "job.json").write_text(json.dumps(job))
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
            "--master-addr=127.0.0.1", f"--master-port={_free_port()}",
+           f"--log-dir={tmp_path / 'logs'}",         # not a torchelastic_* folder in /tmp
            os.path.join(ROOT, "tests", "torch_csv_worker.py"), str(tmp_path / "job.json")]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT)
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT, TMPDIR=str(tmp_path))
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
                          start_new_session=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

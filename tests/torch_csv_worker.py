@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
-from pplab.ir import Schedule
+from pplab.torch_format import from_csv
 from pplab.runtime.model import TinyConfig, TinyGPT, build_stage_modules, make_batch
 
 
@@ -25,7 +25,7 @@ def _loss(logits, target):
 
 
 def run_case(case: dict, rank: int, tmp: str) -> dict:
-    sched = Schedule.from_csv(case["csv"])
+    sched = from_csv(case["csv"])
     cfg = TinyConfig()
     mine = sched.stages_of_rank(rank)
     mods = build_stage_modules(sched, cfg, 0, mine)

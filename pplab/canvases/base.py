@@ -1,7 +1,7 @@
 """What every canvas shares: the ``Canvas`` record, the registry of built canvases, the
 build-and-redraw loop, and turning bad input into the library's own message.
 
-A canvas is ipywidgets + a picture drawn in the browser (:class:`~pplab.canvases.view.SceneView`
+A canvas is ipywidgets + a picture drawn in the browser (:class:`~pplab.scene.view.SceneView`
 fed a scene from :mod:`pplab.scene`; no matplotlib, so it keeps up with a slider and runs in
 JupyterLite). The work is done by plain ``render_*`` functions that return
 ``(picture_or_None, message)`` and never raise for bad input: an impossible combination (say
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..registry import NAMES, make_schedule
+from ..registry import make_schedule, names
 from ..simulate import Costs, simulate
 from ..text import metrics_line
 
@@ -25,7 +25,7 @@ from ..text import metrics_line
 P_RANGE = (1, 8)
 M_RANGE = (1, 32)
 V_RANGE = (1, 4)
-SCHEDULES = NAMES
+SCHEDULES = names(canvas="timeline")
 
 
 def summary(tl) -> str:
@@ -241,7 +241,7 @@ def build_canvas(render_fn, controls: dict, layout_rows, fixed_kw: dict,
     neighbours of a slider step are rendered ahead while idle (``canvas.prefetcher``)."""
     import ipywidgets as w
 
-    from .view import SceneView
+    from ..scene.view import SceneView
     out = w.Output()
     view = SceneView()
     message = w.HTML()

@@ -11,7 +11,7 @@ from .base import (M_RANGE, P_RANGE, V_RANGE, Canvas, build_canvas, simulate_or_
                    timeline_over_panel)
 
 # ---- lesson 05: interleaving, communication, and when V stops paying -------------------------
-INTERLEAVED_SCHEDULES = names(stages_per_rank="any")     # every schedule with a free V
+INTERLEAVED_SCHEDULES = names(canvas="interleaved")     # every schedule with a free V
 COMM_RANGE = (0.0, 1.0, 0.125)           # per-hop latency slider: min, max, step
 CURVE_V = (1, 2, 3, 4, 6)                # V values on the makespan-vs-V curve
 

@@ -3,9 +3,8 @@
 A slider move makes the kernel send a few small messages in a row (busy, the echo of the
 value, the new picture, idle). The server writes each to the browser's websocket; with
 Nagle's algorithm on (tornado's default), a small write waits for the ACK of the one before,
-and the browser may hold that ACK back for its delayed-ACK timer (40 ms on Linux). Measured
-on lesson 02's canvases: about half the redraws took 40 ms longer than the rest. Setting
-TCP_NODELAY on the kernel websocket sends each message at once.
+and the browser may hold that ACK back for its delayed-ACK timer. Setting TCP_NODELAY on the
+kernel websocket sends each message at once (what it saves: docs/course.md, docs/teaching.md).
 
 Use: ``jupyter lab`` with the option ``SERVER_FLAG`` (``make lab`` and the browser tests
 pass it; an instructor's own JupyterHub can set the same in its server config).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..memory import ParallelConfig, PRESETS, get_preset, memory_report
 from ..memory.activations import layer_activation_bytes
 from ..memory.parallel import RECOMPUTE
+from ..registry import names
 from ..scene import (AXIS_COLORS, PART_COLORS, RECOMPUTE_COLORS, bars_panel, line, lines_panel,
                      memory_panel, scene)
 from .base import build_canvas
@@ -21,7 +22,7 @@ PP_VALUES = (1, 2, 4, 8, 16)
 DP_VALUES = (1, 2, 4, 8, 16, 32, 64)
 GPU_VALUES = (8, 16, 32, 64, 128)
 SEQ_VALUES = (512, 1024, 2048, 4096, 8192)
-MEM_SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "zbv", "dualpipev")
+MEM_SCHEDULES = names(canvas="memory")       # those the planner knows how to extrapolate
 M_RANGE = (1, 32)
 MBS_RANGE = (1, 8)
 

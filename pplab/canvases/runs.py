@@ -195,6 +195,8 @@ class RunPanel(Canvas):
     progress_lines: list = field(default_factory=list)
     run_kw: dict = field(default_factory=dict)
     cluster: Any = None                  # ClusterMode: the local/cluster toggle and its job
+    result_html: Any = None
+    trace_path: str = "pplab-trace.json"
 
     def click(self) -> None:
         """What the button does (tests call it, then ``join()``)."""
@@ -203,6 +205,96 @@ class RunPanel(Canvas):
     def join(self, timeout: float | None = None) -> None:
         if self.thread is not None:
             self.thread.join(timeout)
+
+    def run_args(self) -> dict:
+        """The controls' values as ``launch``'s arguments."""
+        return {k: c.value for k, c in self.controls.items() if k != "trace"}
+
+    def refresh(self, *_) -> None:
+        """Re-preview after a control moved; the button runs only a valid combination."""
+        try:
+            _, msg = preview(**self.run_args())
+            ok = msg.startswith("ready")
+        except Exception as e:          # a bug: show it, record it for the tests
+            self.errors.append((self.run_args(), repr(e)))
+            msg, ok = f"internal error (please report): {e!r}", False
+        self.last_message = msg
+        self.message.value = message_html(msg, ok)
+        if not self.thread or not self.thread.is_alive():
+            self.button.disabled = not ok
+
+    def _result(self, msg: str, ok: bool) -> None:
+        self.result_message = msg
+        self.result_html.value = message_html(msg, ok)
+
+    def _progress(self, line: str) -> None:
+        self.progress_lines.append(line)
+        self.status.value = message_html(f"running… {line}", True)
+
+    def _work(self, args: dict, trace: str | None) -> None:
+        """The run itself, in the background thread."""
+        from ..draw import figure_png
+        t0 = time.monotonic()
+        try:
+            runner = self.cluster.run if self.cluster.on else None
+            res, msg = launch(**args, progress=self._progress, runner=runner, **self.run_kw)
+            if res is None:
+                self.result, self.figure = None, None
+                self._result(msg, False)
+            else:
+                fig, text = render_result(res, trace)
+                self.result, self.figure = res, fig
+                self.image.value = figure_png(fig)
+                self._result(text, True)
+        except Exception as e:          # a bug, not a failed run: say so, record it
+            self.errors.append((args, repr(e)))
+            self._result(f"internal error (please report): {e!r}", False)
+        finally:
+            self.status.value = message_html(f"finished in {time.monotonic() - t0:.1f} s", True)
+            self.button.disabled = False
+            self.button.description = "Run for real"
+
+    def _start(self, _=None) -> None:
+        """The button: check, then run in a thread (an invalid combination launches nothing)."""
+        if self.thread is not None and self.thread.is_alive():
+            return
+        args = self.run_args()
+        _, err = check_run(**args)
+        if err:
+            self._result(err + "\n(nothing launched)", False)
+            return
+        self.button.disabled = True
+        self.button.description = "running…"
+        self.progress_lines.clear()
+        self.status.value = message_html("submitting to Slurm…" if self.cluster.on
+                                         else "starting torchrun…", True)
+        self.result_html.value = ""
+        trace = self.trace_path if self.controls["trace"].value else None
+        self.thread = threading.Thread(target=self._work, args=(args, trace), daemon=True,
+                                       name="pplab-run-panel")
+        self.thread.start()
+
+
+def _run_controls(w, schedule, P, M, V, emulate, tf, tb, tw, trace_path, schedules) -> dict:
+    islider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
+                                           continuous_update=False,
+                                           layout=w.Layout(width="240px"))
+    style = {"description_width": "initial"}
+    fslider = lambda d, v: w.FloatSlider(value=v, min=RUN_COST_RANGE[d][0],
+                                         max=RUN_COST_RANGE[d][1], step=RUN_COST_RANGE[d][2],
+                                         description=f"{d} (s)", style=style, readout_format=".2f",
+                                         continuous_update=False, layout=w.Layout(width="230px"))
+    return {
+        "schedule": w.Dropdown(options=list(schedules), value=schedule, description="schedule",
+                               layout=w.Layout(width="220px")),
+        "P": islider("P", P, RUN_P_RANGE), "M": islider("M", M, RUN_M_RANGE),
+        "V": islider("V", V, RUN_V_RANGE),
+        "emulate": w.Checkbox(value=bool(emulate), description="emulated time", indent=False,
+                              layout=w.Layout(width="130px")),
+        "tf": fslider("tf", tf), "tb": fslider("tb", tb), "tw": fslider("tw", tw),
+        "trace": w.Checkbox(value=False, description=f"save Perfetto trace ({trace_path})",
+                            indent=False, layout=w.Layout(width="330px")),
+    }
 
 
 def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
@@ -215,114 +307,26 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
     if in_browser():
         note = browser_note(f"make lab, or: pplab run --schedule {schedule} -P {P} -M {M}")
         return RunPanel(w.HTML(message_html(note, True)), {}, lambda: None, last_message=note)
-    from ..draw import figure_png
-
     V = default_V(schedule) if V is None else V
-    islider = lambda d, v, r: w.IntSlider(value=v, min=r[0], max=r[1], description=d,
-                                           continuous_update=False,
-                                           layout=w.Layout(width="240px"))
-    style = {"description_width": "initial"}
-    fslider = lambda d, v: w.FloatSlider(value=v, min=RUN_COST_RANGE[d][0],
-                                         max=RUN_COST_RANGE[d][1], step=RUN_COST_RANGE[d][2],
-                                         description=f"{d} (s)", style=style, readout_format=".2f",
-                                         continuous_update=False, layout=w.Layout(width="230px"))
-    controls = {
-        "schedule": w.Dropdown(options=list(schedules), value=schedule, description="schedule",
-                               layout=w.Layout(width="220px")),
-        "P": islider("P", P, RUN_P_RANGE), "M": islider("M", M, RUN_M_RANGE),
-        "V": islider("V", V, RUN_V_RANGE),
-        "emulate": w.Checkbox(value=bool(emulate), description="emulated time", indent=False,
-                              layout=w.Layout(width="130px")),
-        "tf": fslider("tf", tf), "tb": fslider("tb", tb), "tw": fslider("tw", tw),
-        "trace": w.Checkbox(value=False, description=f"save Perfetto trace ({trace_path})",
-                            indent=False, layout=w.Layout(width="330px")),
-    }
+    controls = _run_controls(w, schedule, P, M, V, emulate, tf, tb, tw, trace_path, schedules)
     button = w.Button(description="Run for real", button_style="primary", icon="play",
                       layout=w.Layout(width="150px"))
-    message, status, result_html = w.HTML(), w.HTML(), w.HTML()
-    image = w.Image(format="png", layout=w.Layout(max_width="100%"))
-    panel = RunPanel(None, controls, lambda: None, message, button=button, status=status,
-                     image=image, run_kw=dict(run_kw, timeout=timeout), cluster=ClusterMode())
-
-    def kw():
-        d = {k: c.value for k, c in controls.items()}
-        d.pop("trace")
-        return d
-
-    def update(*_):
-        try:
-            _, msg = preview(**kw())
-            ok = msg.startswith("ready")
-        except Exception as e:          # a bug: show it, record it for the tests
-            panel.errors.append((kw(), repr(e)))
-            msg, ok = f"internal error (please report): {e!r}", False
-        panel.last_message = msg
-        message.value = message_html(msg, ok)
-        if not panel.thread or not panel.thread.is_alive():
-            button.disabled = not ok
-
-    def on_schedule(change):
-        controls["V"].value = default_V(change["new"])
-
-    def progress(line: str):
-        panel.progress_lines.append(line)
-        status.value = message_html(f"running… {line}", True)
-
-    def work(args: dict, trace: str | None):
-        t0 = time.monotonic()
-        try:
-            runner = panel.cluster.run if panel.cluster.on else None
-            res, msg = launch(**args, progress=progress, runner=runner, **panel.run_kw)
-            if res is None:
-                panel.result, panel.figure = None, None
-                result_html.value = message_html(msg, False)
-            else:
-                fig, text = render_result(res, trace)
-                panel.result, panel.figure = res, fig
-                image.value = figure_png(fig)
-                msg = text
-                result_html.value = message_html(text, True)
-            panel.result_message = msg
-        except Exception as e:          # a bug, not a failed run: say so, record it
-            panel.errors.append((args, repr(e)))
-            panel.result_message = f"internal error (please report): {e!r}"
-            result_html.value = message_html(panel.result_message, False)
-        finally:
-            status.value = message_html(f"finished in {time.monotonic() - t0:.1f} s", True)
-            button.disabled = False
-            button.description = "Run for real"
-
-    def on_click(_):
-        if panel.thread is not None and panel.thread.is_alive():
-            return
-        args = kw()
-        _, err = check_run(**args)
-        if err:                          # invalid: say why, launch nothing
-            panel.result_message = err + "\n(nothing launched)"
-            result_html.value = message_html(panel.result_message, False)
-            return
-        button.disabled = True
-        button.description = "running…"
-        panel.progress_lines.clear()
-        status.value = message_html("submitting to Slurm…" if panel.cluster.on
-                                    else "starting torchrun…", True)
-        result_html.value = ""
-        trace = trace_path if controls["trace"].value else None
-        panel.thread = threading.Thread(target=work, args=(args, trace), daemon=True,
-                                        name="pplab-run-panel")
-        panel.thread.start()
-
+    panel = RunPanel(None, controls, lambda: None, w.HTML(), button=button, status=w.HTML(),
+                     image=w.Image(format="png", layout=w.Layout(max_width="100%")),
+                     run_kw=dict(run_kw, timeout=timeout), cluster=ClusterMode(),
+                     result_html=w.HTML(), trace_path=trace_path)
+    panel.update = panel.refresh
     for c in controls.values():
-        c.observe(update, names="value")
-    controls["schedule"].observe(on_schedule, names="value")
-    button.on_click(on_click)
-    panel.update = update
+        c.observe(panel.refresh, names="value")
+    controls["schedule"].observe(lambda ch: setattr(controls["V"], "value", default_V(ch["new"])),
+                                 names="value")
+    button.on_click(panel._start)
     panel.widget = w.VBox([
         w.HBox([controls["schedule"], controls["P"], controls["M"], controls["V"]]),
         w.HBox([controls["emulate"], controls["tf"], controls["tb"], controls["tw"]]),
         w.HBox([button, controls["trace"]]), panel.cluster.widget,
-        message, status, result_html, image])
-    update()
+        panel.message, panel.status, panel.result_html, panel.image])
+    panel.refresh()
     CANVASES.append(panel)
     return panel
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..closed_forms import bubble_both
-from ..registry import default_V, spec
-from ..scene import (inflight_panel, line, lines_panel, peak_bars_panel, scene,
+from ..registry import default_V, names, spec
+from ..scene import (BUBBLE_MS, bubble_curve_panel, inflight_panel, peak_bars_panel, scene,
                      timeline_panel)
 from .base import (M_RANGE, P_RANGE, SCHEDULES, V_RANGE, Canvas, build_canvas, cost_sliders,
                    simulate_or_message, summary, timeline_over_panel)
@@ -126,7 +126,7 @@ def compare_canvas(a: str = "gpipe", b: str = "1f1b", P: int = 4, M: int = 8,
 def bubble_curve_canvas(P: int = 4, schedule: str = "1f1b", V: int = 1) -> Canvas:
     """P slider (and schedule) for the bubble-vs-M curve with simulated points."""
     import ipywidgets as w
-    controls = {"schedule": w.Dropdown(options=["gpipe", "1f1b", "interleaved"], value=schedule,
+    controls = {"schedule": w.Dropdown(options=names(canvas="bubble-curve"), value=schedule,
                                        description="schedule"),
                 "P": w.IntSlider(value=P, min=P_RANGE[0], max=P_RANGE[1], description="P",
                                  continuous_update=False)}
@@ -135,41 +135,14 @@ def bubble_curve_canvas(P: int = 4, schedule: str = "1f1b", V: int = 1) -> Canva
                         {"draw": "scene"})
 
 
-BUBBLE_MS = (1, 2, 4, 8, 16, 32, 64)
-
-
-def bubble_curve_panel(P: int, Ms=BUBBLE_MS, schedule: str = "1f1b", V: int = 1) -> dict:
-    """Closed-form bubble vs M (both denominators) with simulated points on top."""
-    Ms = sorted(set(int(m) for m in Ms))
-    grid = [Ms[0] * (Ms[-1] / Ms[0]) ** (i / 99) for i in range(100)] if len(Ms) > 1 else Ms
-    both = [bubble_both(P, m, V) for m in grid]
-    sim = []
-    for m in Ms:
-        tl, err = simulate_or_message(schedule, P, m, V)
-        if not err:
-            sim.append((m, tl.bubble_fraction, tl.bubble_ratio))
-    v = "" if V == 1 else "V·"
-    series = [line("÷ ideal: (P−1)/" + ("M" if V == 1 else "(V·M)"), "#D55E00",
-                   [(m, b[1]) for m, b in zip(grid, both)]),
-              line(f"÷ total: (P−1)/({v}M+P−1)", "#0072B2",
-                   [(m, b[0]) for m, b in zip(grid, both)]),
-              line(f"simulated {schedule}, ÷ ideal", "#D55E00", [(m, r) for m, _, r in sim],
-                   line=False, marker="o"),
-              line(f"simulated {schedule}, ÷ total", "#0072B2", [(m, f) for m, f, _ in sim],
-                   line=False, marker="s")]
-    title = f"bubble vs M at P={P}" + (f", V={V}" if V != 1 else "") + " — two denominators"
-    return lines_panel(series, title, "microbatches M", "bubble", xlog=True, percent=True,
-                       xticks=Ms)
-
-
 def render_bubble_curve(schedule: str = "1f1b", P: int = 4, draw=True):
-    """The bubble-vs-M curve for ``schedule`` at ``P`` (interleaved at V=2)."""
-    v = 2 if schedule == "interleaved" else 1
+    """The bubble-vs-M curve for ``schedule`` at ``P``, at the schedule's usual V."""
+    v = default_V(schedule)
     f32, r32 = bubble_both(P, 32, v)
     msg = (f"{schedule} P={P}: at M=32 the bubble is {f32:.1%} of the total "
            f"and {r32:.1%} of the ideal")
     if draw == "scene":
-        return scene(bubble_curve_panel(int(P), BUBBLE_MS, schedule, v)), msg
+        return scene(bubble_curve_panel(P, BUBBLE_MS, schedule, v)), msg
     if not draw:
         return None, msg
     from ..draw import draw_bubble_curve

@@ -8,7 +8,7 @@ from ..timeline import peak_inflight
 from .base import M_RANGE, P_RANGE, Canvas, build_canvas, summary
 
 
-ZB_SCHEDULES = ("1f1b",) + names(split_backward=True)    # 1F1B as the baseline
+ZB_SCHEDULES = names(canvas="zero-bubble")    # the split-backward ones, 1F1B as baseline
 ZB_COSTS = {"tf": (0.5, 3.0, 0.5), "tb": (0.5, 4.0, 0.5), "tw": (0.0, 2.0, 0.5),
             "tfb": (0.5, 7.0, 0.5)}
 
@@ -32,7 +32,8 @@ def render_zero_bubble(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, 
     msg = (f"{summary(tl)}\nmakespan − M·(tf+tb) = {excess:.4g}; closed form {shown} — "
            f"{note}\nactivations held (stage-equivalents) {[round(x, 2) for x in eq]}; "
            f"parameter copies per rank {sched.copies}")
-    if schedule in ("1f1b", "zb-h1", "zb-h2") and float(tfb) != float(tf) + float(tb):
+    pairs = any(op.kind == "FB" for ops in sched.ranks for op in ops)    # read off the order
+    if not pairs and float(tfb) != float(tf) + float(tb):
         msg += "\n(tfb only matters for DualPipe's overlapped F&B pairs)"
     if not draw:
         return None, msg

@@ -22,6 +22,30 @@ SUBCOMMANDS = {
 }
 
 
+#: the cost flags, declared once: what each means (``pplab.simulate.Costs`` has the same fields)
+COST_FLAGS = {
+    "tf": "forward time per rank-share of layers",
+    "tb": "full backward time (input grads + weight grads)",
+    "tw": "weight-gradient part of tb",
+    "tfb": "overlapped F+B pair (default tf+tb)",
+    "comm": "latency between ranks",
+    "fixed": "fixed overhead per op",
+}
+
+
+def add_cost_arguments(p, unit: str = "", **defaults) -> None:
+    """Add the cost flags a subcommand takes, each with its default (tfb=None: tf + tb)."""
+    for name, default in defaults.items():
+        p.add_argument(f"--{name}", type=float, default=default,
+                       help=COST_FLAGS[name] + (f" ({unit})" if unit else ""))
+
+
+def cost_values(args, *names: str) -> dict:
+    """The given cost flags' values, by ``Costs`` field name (tfb left out when not given)."""
+    out = {n: getattr(args, n) for n in names}
+    return {n: v for n, v in out.items() if not (n == "tfb" and v is None)}
+
+
 class UsageError(Exception):
     """Raised for bad arguments; main() turns it into one stderr line and exit status 2."""
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
+from . import add_cost_arguments, cost_values
+
 
 MODEL_FLAGS = {"layers": "transformer blocks (default 8)", "hidden": "hidden size (64)",
                "heads": "attention heads (4)", "ffn": "MLP width (256)",
@@ -30,10 +32,7 @@ def add_arguments(p) -> None:
     p.add_argument("--steps", type=int, default=2, help="optimizer steps (default 2)")
     p.add_argument("--emulate", action="store_true",
                    help="add emulated durations per op (seconds per chunk: --tf --tb --tw --tfb)")
-    p.add_argument("--tf", type=float, default=0.02)
-    p.add_argument("--tb", type=float, default=0.04)
-    p.add_argument("--tw", type=float, default=0.0)
-    p.add_argument("--tfb", type=float, default=None)
+    add_cost_arguments(p, "emulated seconds per chunk", tf=0.02, tb=0.04, tw=0.0, tfb=None)
     p.add_argument("--recompute", choices=["none", "full", "selective", "stage"], default="none",
                    help="full: every block; selective: attention core; stage: a stage's blocks "
                         "as one region (GPipe's re-materialization)")
@@ -82,9 +81,7 @@ def main(args) -> int:
     from ..runtime import RunError, run_schedule   # imports torch only for this command
     emulate = None
     if args.emulate:
-        emulate = {"tf": args.tf, "tb": args.tb, "tw": args.tw}
-        if args.tfb is not None:
-            emulate["tfb"] = args.tfb
+        emulate = cost_values(args, "tf", "tb", "tw", "tfb")
     progress = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     from ..runtime.cluster import resolve_nodes    # flags, else a multi-node srun step's
     nnodes, node_rank, endpoint = resolve_nodes(args.nnodes, args.node_rank, args.rdzv_endpoint)

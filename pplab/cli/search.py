@@ -7,17 +7,14 @@ import sys
 from ..search import search
 from ..simulate import Costs
 from ..text import metrics_text, timeline_to_text
+from . import add_cost_arguments, cost_values
 
 
 def add_arguments(p) -> None:
     p.add_argument("-P", type=int, required=True, help="pipeline ranks")
     p.add_argument("-M", type=int, required=True, help="microbatches per step")
     p.add_argument("-V", type=int, default=1, help="stages per rank (2 also tries a V shape)")
-    p.add_argument("--tf", type=float, default=1.0, help="forward time per rank-share of layers")
-    p.add_argument("--tb", type=float, default=2.0,
-                   help="full backward time (input grads + weight grads), as in simulate")
-    p.add_argument("--tw", type=float, default=1.0, help="weight-gradient part of tb")
-    p.add_argument("--comm", type=float, default=0.0, help="latency between ranks")
+    add_cost_arguments(p, tf=1.0, tb=2.0, tw=1.0, comm=0.0)
     p.add_argument("--stage-scale", default=None, metavar="A,B,...",
                    help="per-stage cost multipliers (P·V numbers), e.g. a heavy last stage")
     p.add_argument("--max-inflight", type=int, required=True, metavar="K",
@@ -43,7 +40,7 @@ def main(args) -> int:
     scale = _scale(args.stage_scale)
     if scale is not None and len(scale) != args.P * args.V:
         raise ValueError(f"--stage-scale needs P·V = {args.P * args.V} numbers, got {len(scale)}")
-    costs = Costs(tf=args.tf, tb=args.tb, tw=args.tw, comm=args.comm, stage_scale=scale)
+    costs = Costs(**cost_values(args, "tf", "tb", "tw", "comm"), stage_scale=scale)
     result = search(args.P, args.M, args.V, costs, args.max_inflight, args.budget_s, args.seed)
     if args.json:
         json.dump(result.to_dict(), sys.stdout)

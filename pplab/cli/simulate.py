@@ -7,6 +7,7 @@ import sys
 from ..registry import NAMES, make_schedule
 from ..simulate import Costs, simulate
 from ..text import metrics_text, timeline_to_text
+from . import add_cost_arguments, cost_values
 
 
 def add_arguments(p) -> None:
@@ -15,12 +16,7 @@ def add_arguments(p) -> None:
     p.add_argument("-P", type=int, required=True, help="pipeline ranks")
     p.add_argument("-M", type=int, required=True, help="microbatches per step")
     p.add_argument("-V", type=int, default=None, help="virtual stages per rank")
-    p.add_argument("--tf", type=float, default=1.0, help="forward time per rank-share of layers")
-    p.add_argument("--tb", type=float, default=2.0, help="full backward time")
-    p.add_argument("--tw", type=float, default=0.0, help="weight-gradient part of tb")
-    p.add_argument("--tfb", type=float, default=None, help="overlapped F+B pair (default tf+tb)")
-    p.add_argument("--comm", type=float, default=0.0, help="latency between ranks")
-    p.add_argument("--fixed", type=float, default=0.0, help="fixed overhead per op")
+    add_cost_arguments(p, tf=1.0, tb=2.0, tw=0.0, tfb=None, comm=0.0, fixed=0.0)
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--plot", metavar="PNG", help="save the timeline drawing")
     p.add_argument("--trace", metavar="JSON", help="save a Chrome/Perfetto trace")
@@ -40,8 +36,7 @@ def result_dict(schedule, timeline) -> dict:
 
 def main(args) -> int:
     schedule = make_schedule(args.schedule, args.P, args.M, args.V)
-    costs = Costs(tf=args.tf, tb=args.tb, tw=args.tw, tfb=args.tfb, comm=args.comm,
-                  fixed=args.fixed)
+    costs = Costs(**cost_values(args, "tf", "tb", "tw", "tfb", "comm", "fixed"))
     timeline = simulate(schedule, costs)
     if args.plot:
         from ..draw import draw_timeline

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from ..env import browser_note
 from ..memory.fsdp import fsdp_frames  # noqa: F401
-from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, bars_panel, inflight_panel,
-                     memory_panel, peak_bars_panel, scene, timeline_panel)
+from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, bars_panel, bubble_curve_panel,
+                     inflight_panel, memory_panel, peak_bars_panel, scene, timeline_panel)
 
 
 def _view(*panels):
-    from ..canvases.view import SceneView
+    from ..scene.view import SceneView
     return SceneView(scene(*panels))
 
 
@@ -36,8 +36,7 @@ def draw_peak_bars(timelines, ax=None, title=None):
 
 
 def draw_bubble_curve(P, Ms, schedule="1f1b", V=1, costs=None, ax=None, title=None):
-    from ..canvases.timeline import bubble_curve_panel
-    return _view(bubble_curve_panel(int(P), list(Ms), schedule, int(V)))
+    return _view(bubble_curve_panel(P, Ms, schedule, V, costs, title))
 
 
 def draw_stacked(labels, rows, gpu_memory=None, ax=None, title="", xlabel=""):

@@ -18,9 +18,8 @@ from matplotlib.patches import Patch, PathPatch
 from matplotlib.path import Path
 
 from ..ir import KIND_NAMES, Schedule
-from ..scene import (IDLE_EDGE, IDLE_FACE, IDLE_HATCH, KIND_COLORS, levels, timeline_boxes,
-                     title_line)
-from ..closed_forms import bubble_both
+from ..scene import (IDLE_EDGE, IDLE_FACE, IDLE_HATCH, KIND_COLORS, bubble_curve_panel, levels,
+                     timeline_boxes, title_line)
 from ..text import metrics_line
 from ..timeline import Timeline
 
@@ -50,6 +49,60 @@ def _boxes_patch(spans, face, edge, lw, zorder, hatch=None) -> PathPatch:
                      zorder=zorder, hatch=hatch)
 
 
+def _timeline_axes(ax, P: int, overlay: bool, figsize):
+    """A figure sized for P rows with fixed margins in inches (constrained layout would
+    double the drawing time), or ``ax``'s own."""
+    if ax is not None:
+        return ax.figure, ax
+    w, h = figsize or (10.0, 1.0 + 0.4 * max(P, 1) + (0.3 if overlay else 0))
+    fig = Figure(figsize=(w, h))
+    fig.subplots_adjust(left=0.75 / w, right=1 - 2.3 / w, top=1 - 0.62 / h, bottom=0.5 / h)
+    return fig, fig.add_subplot()
+
+
+def _draw_overlay(ax, overlay: Timeline, span: float, overlay_scale) -> float:
+    """The second timeline as thin bars along the bottom of each row; returns its span."""
+    scale = 1.0
+    if overlay_scale == "makespan":
+        scale = span / overlay.makespan if overlay.makespan > 0 else 1.0
+    elif overlay_scale is not None:
+        scale = float(overlay_scale)
+    o0 = overlay.start
+    okinds: dict[str, list] = {}
+    for e in overlay.events:
+        okinds.setdefault(e.op.kind, []).append(e)
+    for kind, evs in okinds.items():
+        spans = [((e.start - o0) * scale, (e.end - o0) * scale, e.rank + 0.24, e.rank + 0.44)
+                 for e in evs]
+        ax.add_artist(_boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "black", 0.5, 3))
+    return overlay.makespan * scale
+
+
+def _draw_labels(fig, ax, boxes, xmax: float, y0: float, h: float) -> None:
+    """Microbatch numbers inside the boxes wide enough to hold them."""
+    fig_w = fig.get_figwidth() * ax.get_position().width
+    pts_per_unit = max(fig_w, 1.0) * 72.0 * 0.85 / (xmax or 1.0)
+    for rank, start, end, text, _ in boxes:
+        if (end - start) * pts_per_unit < 0.62 * LABEL_FONTSIZE * len(text) + 3:
+            continue
+        ax.text((start + end) / 2, rank + y0 + h / 2, text, ha="center", va="center",
+                fontsize=LABEL_FONTSIZE, color="white", zorder=4, clip_on=True)
+
+
+def _timeline_legend(ax, kinds, timeline: Timeline, overlay, overlay_scale) -> None:
+    handles = [Patch(facecolor=KIND_COLORS[k], label=KIND_NAMES[k]) for k in KIND_COLORS
+               if k in kinds]
+    handles.append(Patch(facecolor=IDLE_FACE, edgecolor=IDLE_EDGE, hatch=IDLE_HATCH, label="idle"))
+    if overlay is not None:
+        handles.append(Patch(facecolor="#bbbbbb", edgecolor="none",
+                             label=f"tall boxes: {timeline.source}"))
+        handles.append(Patch(facecolor="white", edgecolor="black",
+                             label=f"thin bars: {overlay.source}"
+                             + ("" if overlay_scale in (None, 1, 1.0) else " (rescaled)")))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
+              frameon=False, borderaxespad=0.2)
+
+
 def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: str | None = None,
                   ax=None, labels: bool = True, overlay_scale: float | str | None = None,
                   figsize: tuple[float, float] | None = None) -> Figure:
@@ -61,18 +114,8 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
     seconds and the other in cost units). The title gives the makespan and the bubble with
     both denominators. Returns the Figure (the one ``ax`` belongs to, if given).
     """
-    P = timeline.num_ranks
-    if overlay is not None:
-        P = max(P, overlay.num_ranks)
-    if ax is None:
-        w, h = figsize or (10.0, 1.0 + 0.4 * max(P, 1) + (0.3 if overlay is not None else 0))
-        fig = Figure(figsize=(w, h))
-        # fixed margins in inches (constrained layout would double the drawing time)
-        fig.subplots_adjust(left=0.75 / w, right=1 - 2.3 / w, top=1 - 0.62 / h, bottom=0.5 / h)
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
-    t0 = timeline.start
+    P = max(timeline.num_ranks, overlay.num_ranks if overlay is not None else 0)
+    fig, ax = _timeline_axes(ax, P, overlay is not None, figsize)
     span = timeline.makespan
     main_h, main_y0 = (0.62, -0.42) if overlay is not None else (0.8, -0.4)
 
@@ -80,7 +123,6 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
     if span > 0:
         bg = [(0.0, span, r - 0.45, r + 0.45) for r in range(P)]
         ax.add_artist(_boxes_patch(bg, IDLE_FACE, IDLE_EDGE, 0.0, 0, hatch=IDLE_HATCH))
-
     # the boxes come from the same scene data the browser canvas draws (pplab.scene)
     boxes = timeline_boxes(timeline)
     by_kind: dict[str, list] = {}
@@ -88,23 +130,9 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
         by_kind.setdefault(kind, []).append((start, end, rank + main_y0, rank + main_y0 + main_h))
     for kind, spans in by_kind.items():
         ax.add_artist(_boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "white", 0.6, 2))
-
     xmax = span
     if overlay is not None and overlay.events:
-        scale = 1.0
-        if overlay_scale == "makespan":
-            scale = span / overlay.makespan if overlay.makespan > 0 else 1.0
-        elif overlay_scale is not None:
-            scale = float(overlay_scale)
-        o0 = overlay.start
-        okinds: dict[str, list] = {}
-        for e in overlay.events:
-            okinds.setdefault(e.op.kind, []).append(e)
-        for kind, evs in okinds.items():
-            spans = [((e.start - o0) * scale, (e.end - o0) * scale, e.rank + 0.24, e.rank + 0.44)
-                     for e in evs]
-            ax.add_artist(_boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "black", 0.5, 3))
-        xmax = max(xmax, overlay.makespan * scale)
+        xmax = max(xmax, _draw_overlay(ax, overlay, span, overlay_scale))
 
     ax.set_xlim(0, xmax * 1.005 if xmax > 0 else 1)
     ax.set_ylim(P - 0.5, -0.5)                   # rank 0 on top
@@ -112,30 +140,9 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
     ax.set_xlabel("time" + (" (cost units)" if timeline.source == "simulated" else ""))
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-
-    # microbatch numbers inside boxes that are wide enough to hold them
     if labels and span > 0 and len(timeline.events) <= MAX_LABEL_EVENTS:
-        fig_w = fig.get_figwidth() * ax.get_position().width
-        pts_per_unit = max(fig_w, 1.0) * 72.0 * 0.85 / (xmax or 1.0)
-        for rank, start, end, text, _ in boxes:
-            if (end - start) * pts_per_unit < 0.62 * LABEL_FONTSIZE * len(text) + 3:
-                continue
-            ax.text((start + end) / 2, rank + main_y0 + main_h / 2, text,
-                    ha="center", va="center", fontsize=LABEL_FONTSIZE, color="white",
-                    zorder=4, clip_on=True)
-
-    kinds_present = [k for k in KIND_COLORS if k in by_kind]
-    handles = [Patch(facecolor=KIND_COLORS[k], label=KIND_NAMES[k]) for k in kinds_present]
-    handles.append(Patch(facecolor=IDLE_FACE, edgecolor=IDLE_EDGE, hatch=IDLE_HATCH, label="idle"))
-    if overlay is not None:
-        handles.append(Patch(facecolor="#bbbbbb", edgecolor="none",
-                             label=f"tall boxes: {timeline.source}"))
-        handles.append(Patch(facecolor="white", edgecolor="black",
-                             label=f"thin bars: {overlay.source}"
-                             + ("" if overlay_scale in (None, 1, 1.0) else " (rescaled)")))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
-              frameon=False, borderaxespad=0.2)
-
+        _draw_labels(fig, ax, boxes, xmax, main_y0, main_h)
+    _timeline_legend(ax, by_kind, timeline, overlay, overlay_scale)
     head = title if title is not None else _title_line(timeline)
     ax.set_title(f"{head}\n{metrics_line(timeline)}", fontsize=10, loc="left")
     return fig
@@ -215,59 +222,52 @@ def draw_peak_bars(timelines: Sequence[Timeline], ax=None, title: str | None = N
     return fig
 
 
-# ---- bubble vs M ------------------------------------------------------------------------------
+# ---- bubble vs M, and any other lines panel ---------------------------------------------------
+def draw_lines_panel(panel: dict, ax=None) -> Figure:
+    """A scene ``lines`` panel (:func:`pplab.scene.lines_panel`) as a matplotlib figure: the
+    exported figure is drawn from the very data the browser canvas draws."""
+    if ax is None:
+        fig = Figure(figsize=(7, 3.4), layout="constrained")
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    for s in panel["series"]:
+        xs, ys = [p[0] for p in s["points"]], [p[1] for p in s["points"]]
+        style = dict(color=s["color"], label=s["name"], ls="--" if s["dash"] else "-")
+        if not s["line"]:
+            ax.plot(xs, ys, {"s": "s"}.get(s["marker"], "o"), color=s["color"], ms=5,
+                    mfc="white", label=s["name"])
+        elif s["step"]:
+            ax.step(xs, ys, where="post", lw=1.6, **style)
+        else:
+            ax.plot(xs, ys, lw=1.5, marker=s["marker"], **style)
+    for x, colour, dashed in panel["marks"]:
+        ax.axvline(x, color=colour, lw=1, ls="--" if dashed else "-")
+    if panel["xlog"]:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(lambda x, _: f"{x:g}")
+    if panel["percent"]:
+        ax.yaxis.set_major_formatter(lambda y, _: f"{y:.0%}")
+    ax.set_xlabel(panel["xlabel"])
+    ax.set_ylabel(panel["ylabel"])
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, frameon=False)
+    ax.set_title(panel["title"], fontsize=10, loc="left")
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return fig
+
+
 def draw_bubble_curve(P: int, Ms: Iterable[int], schedule: str = "1f1b", V: int = 1,
                       costs=None, ax=None, title: str | None = None) -> Figure:
     """Bubble vs number of microbatches: closed-form lines, simulated points on top.
 
     Both denominators are drawn: ÷ total rank-time (GPipe paper) and ÷ ideal busy time
     (Megatron-LM). The points are full simulations of ``schedule`` (combinations the
-    generator refuses are skipped), so a point off its line is a real discrepancy.
+    generator refuses are skipped), so a point off its line is a real discrepancy. The
+    panel is the one the lesson's canvas shows (:func:`pplab.scene.bubble_curve_panel`).
     """
-    from ..registry import make_schedule
-    from ..simulate import simulate
-
-    Ms = sorted(set(int(m) for m in Ms))
-    if ax is None:
-        fig = Figure(figsize=(7, 3.4), layout="constrained")
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
-    if Ms:
-        lo, hi = Ms[0], Ms[-1]
-        n = 200
-        grid = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)] if hi > lo else [lo]
-        frac = [bubble_both(P, m, V)[0] for m in grid]
-        ratio = [bubble_both(P, m, V)[1] for m in grid]
-        v = "" if V == 1 else "V·"
-        ax.plot(grid, ratio, color="#D55E00", lw=1.5,
-                label="÷ ideal: (P−1)/M" if V == 1 else "÷ ideal: (P−1)/(V·M)")
-        ax.plot(grid, frac, color="#0072B2", lw=1.5,
-                label=f"÷ total: (P−1)/({v}M+P−1)")
-    sm, sf, sr = [], [], []
-    for m in Ms:
-        try:
-            sched = make_schedule(schedule, P, m, V)
-            tl = simulate(sched, costs) if costs is not None else simulate(sched)
-        except ValueError:
-            continue
-        sm.append(m)
-        sf.append(tl.bubble_fraction)
-        sr.append(tl.bubble_ratio)
-    ax.plot(sm, sr, "o", color="#D55E00", ms=5, mfc="white", label=f"simulated {schedule}, ÷ ideal")
-    ax.plot(sm, sf, "s", color="#0072B2", ms=5, mfc="white", label=f"simulated {schedule}, ÷ total")
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(lambda x, _: f"{x:g}")
-    ax.set_xlabel("microbatches M")
-    ax.set_ylabel("bubble")
-    ax.yaxis.set_major_formatter(lambda y, _: f"{y:.0%}")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, frameon=False)
-    ax.set_title(title or f"bubble vs M at P={P}" + (f", V={V}" if V != 1 else "")
-                 + " — two denominators, one idle time", fontsize=10, loc="left")
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    return fig
+    return draw_lines_panel(bubble_curve_panel(P, Ms, schedule, V, costs, title), ax)
 
 
 def figure_png(fig: Figure, dpi: int = 80) -> bytes:
@@ -282,4 +282,4 @@ def figure_png(fig: Figure, dpi: int = 80) -> bytes:
 
 
 __all__ = ["KIND_COLORS", "draw_timeline", "draw_inflight", "draw_peak_bars",
-           "draw_bubble_curve", "figure_png"]
+           "draw_bubble_curve", "draw_lines_panel", "figure_png"]

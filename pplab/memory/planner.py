@@ -14,18 +14,8 @@ F and B it outlasts; kept gathered for the step it is priced like ZeRO-1.
 Pruning keeps it quick: TP is a power of two inside one node, PP any divisor of the layers,
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
 simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
-the pipeline is in steady state; see ``_affine``).
-
-Speed (llama3-70b, s = 4096, 64 GPUs; 2-core shared box): 6.0 s CPU before, ≈ 0.65 s cold
-with equal stages, ≈ 2.2 s cold since stages carry their own cost (docs/memory.md). What
-changed, each tested against brute force or direct simulation:
-dominated recompute/ZeRO choices are not evaluated (``_evaluate``); schedules are generated
-only at the reduced M (validation and the bubble's chunk shares used the full M before); per-rank
-parameter counts, in-flight counts and estimates are cached; without p2p latency one
-simulation suffices (the steady state adds exactly tf + tb per microbatch); activation peaks
-of every schedule but GPipe are constant past the fill, so one schedule walk suffices; ZB-H1
-and ZB-V extrapolate from M and M + 2. The remaining time is the simulator itself (≈ 90
-distinct simulations, the PP = 16 interleaved / ZB-V / DualPipeV ones dominating).
+the pipeline is in steady state; ``extrapolate.py``). Dominated recompute/ZeRO choices are
+not evaluated (``_evaluate``). Its speed, and what made it so: docs/memory.md.
 """
 from __future__ import annotations
 
@@ -33,29 +23,17 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..registry import make_schedule, names, spec
-from ..simulate import Costs, simulate
+from ..registry import SPECS, names, spec
 from ..partition import stage_layers
-from ..timeline import peak_inflight
 from .comm import Network, axis_bandwidths, zero3_bytes
+from .extrapolate import cached_schedule, makespan_unit
+from .rank_memory import fast_memory, rank_params, small_key
 from .model_spec import ModelSpec
 from .accounting import states_bytes
 from .parallel import ParallelConfig
 
-SIM_MAX_M = 48
-# Schedules whose makespan (or peak) is affine in M only from M ≥ 2P (checked by simulation:
-# zb-h1 with p2p latency is off by ~0.02% from M = P, interleaved peaks settle at 2P).
-NEEDS_2P = {"dualpipe", "dualpipev", "zbv", "interleaved", "bfs", "zb-h1"}
-GROWING_PEAK = {"gpipe", "naive"}     # activation peak grows with M (all forwards first)
-# Schedules whose makespan (with p2p latency too) grows by the same amount every 2 microbatches
-# once M ≥ 2P (checked by simulation for P = 2..16): extrapolate from M and M + 2, not M + P.
-PERIOD_2 = {"zb-h1", "zbv"}
 SPLIT_BACKWARD = set(names(split_backward=True))
-# Uneven stages: past M = 4P each extra microbatch adds exactly the busiest rank's work for
-# zb-h1 and zbv (checked to 1e-14 against direct simulation at M = 240, P = 2..16, four
-# imbalance patterns, p2p latency 0, 0.05 and 0.3), and for 1f1b without p2p latency. 1f1b
-# with latency (up to 10% off), interleaved (4%) and dualpipev (19%) idle in steady state.
-SLOPE_EXACT = {"zb-h1", "zbv"}
+PERIOD_2 = {s.name for s in SPECS if s.planner and s.planner.period_2}
 
 
 @dataclass(frozen=True)
@@ -105,83 +83,13 @@ def compute_costs(model: ModelSpec, cfg: ParallelConfig, hw: Hardware,
     return fwd, 2 * fwd + extra
 
 
-def _reduced(M: int, P: int, name: str = "") -> tuple[int, int] | None:
-    """Two smaller M with the same residue mod P (2P for odd P) and ≥ 2P: the divisibility
-    and minimum-size rules of every schedule then hold for them exactly when they hold for M."""
-    if M <= SIM_MAX_M:
-        return None
-    step = P if P % 2 == 0 else 2 * P
-    if name in PERIOD_2 and P % 2 == 0:
-        step = 2
-    lo = max((2 if name in NEEDS_2P else 1) * P, 8)
-    Ma = M - ((M - lo) // step) * step
-    return Ma, Ma + step
-
-
-def _affine(f, M: int, P: int, name: str) -> float:
-    """f(M), or f extrapolated on the line through f(Ma), f(Mb) for large M."""
-    red = _reduced(M, P, name)
-    if red is None:
-        return f(M)
-    Ma, Mb = red
-    fa, fb = f(Ma), f(Mb)
-    return fa + (M - Ma) * (fb - fa) / (Mb - Ma)
-
-
-def _affine_uneven(f, M: int, P: int) -> float:
-    """``_affine`` for uneven stages: their pipelines settle later, so the line goes through
-    M ≥ 4P and M + P (2P for odd P, whose V-shapes need M even): exact to 1e-14 against
-    direct simulation at M = 240 for every planner schedule, P = 2..16, four imbalance
-    patterns, p2p latency 0 and 0.05; from 2P or 3P it was off by up to 5%."""
-    lo, step = 4 * P, (P if P % 2 == 0 else 2 * P)
-    if M <= max(SIM_MAX_M, lo + step):
-        return f(M)
-    Ma = lo + (M - lo) % step
-    fa, fb = f(Ma), f(Ma + step)
-    return fa + (M - Ma) * (fb - fa) / step
-
-
-@lru_cache(maxsize=4096)
-def _schedule(name: str, P: int, M: int, V: int | None):
-    return make_schedule(name, P, M, V)
-
-
-def _makespan_unit(name, P, M, V, tb, tw, comm, scale=None) -> float:
-    """Makespan with tf = 1 (the simulation is scale-free: times scale together)."""
-    if name == "gpipe":      # same bubble as 1F1B (Megatron-LM §2.2.1): share its simulation
-        name = "1f1b"
-    red = _reduced(M, P, name)
-    if scale is not None:    # uneven stages: the steady state is paced by the slowest one
-        lo = 4 * P
-        exact = name in SLOPE_EXACT or (name == "1f1b" and comm == 0)
-        if exact and M > max(SIM_MAX_M, lo + 2 * P):
-            Ma = lo + (M - lo) % (2 * P)
-            sch = _schedule(name, P, Ma, V)
-            per = max(sum(sch.chunk_fraction(st) * scale[st] for st in sch.stages_of_rank(r))
-                      for r in range(P))
-            return _sim(name, P, Ma, V, tb, tw, comm, scale) + (M - Ma) * (1 + tb) * per
-        return _affine_uneven(lambda m: _sim(name, P, m, V, tb, tw, comm, scale), M, P)
-    if red is not None and comm == 0:
-        # Without p2p latency the steady state has no idle time: every extra microbatch adds
-        # exactly one forward + one full backward (tf = 1, tb includes W) to the makespan.
-        # One simulation then suffices (tested against direct simulation for every schedule).
-        return _sim(name, P, red[0], V, tb, tw, comm) + (M - red[0]) * (1 + tb)
-    return _affine(lambda m: _sim(name, P, m, V, tb, tw, comm), M, P, name)
-
-
-@lru_cache(maxsize=8192)
-def _sim(name, P, M, V, tb, tw, comm, scale=None) -> float:
-    costs = Costs(tf=1.0, tb=tb, tw=tw, comm=comm, stage_scale=scale)
-    return simulate(_schedule(name, P, M, V), costs).makespan
-
-
 @lru_cache(maxsize=4096)
 def _stage_scale(model: ModelSpec, name, P, M, V, first, last, seq) -> tuple | None:
     """Each stage's forward FLOPs over the average stage's (None when all are equal): the
     last stage also runs the LM head (2·V·h FLOPs per token, about 1.2 Llama-3-70B layers),
     and ``first``/``last`` layer counts move layers off the ends. The slowest stage then sets
     the pipeline's pace in the simulation (``Costs.stage_scale``)."""
-    sch = _schedule(name, P, M, V)
+    sch = cached_schedule(name, P, M, V)
     ranges = stage_layers(sch, model.layers, first, last)
     s = seq or model.seq
     layer = 2 * model.layer_params().total + 4 * model.hidden * s
@@ -207,7 +115,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     scale = 1 + n_ar * layers_per_rank * ar / (tf + tb)   # TP traffic stretches every op
     tf_all, tb_all = tf * scale, tb * scale
     p2p = act / t / bw["pp"] if cfg.pp > 1 else 0.0
-    key = _small_key(cfg)
+    key = small_key(cfg)
     stage_scale = _stage_scale(model, *key, cfg.first_layers, cfg.last_layers, seq)
     z3 = _zero3_times(model, cfg, bw["dp"], tf_all, tb_all)
     tf_run, tb_run = z3["tf_run"], z3["tb_run"]
@@ -216,7 +124,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
         # W ≈ one forward's matmuls (Zero Bubble §2); only schedules that split B use it.
         # Ratios rounded so similar layouts share one (scale-free) simulation.
         tw = 1.0 if cfg.schedule in SPLIT_BACKWARD else 0.0
-        return tf_ * _makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
+        return tf_ * makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
                                     round(tb_ / tf_, 1), min(tw, round(tb_ / tf_, 1)),
                                     round(p2p / tf_, 2), stage_scale)
     makespan = makespan_at(tf_run, tb_run)
@@ -251,10 +159,10 @@ def _zero3_times(model, cfg, bw_dp, tf, tb) -> dict:
     out = {"tf_run": tf, "tb_run": tb, "dp_time": 0.0, "exposed": 0.0}
     if cfg.zero < 3 or cfg.dp <= 1:
         return out
-    key = _small_key(cfg)
-    psi = max(p for _, _, p in _rank_params(model, cfg.tp, *key, cfg.first_layers,
+    key = small_key(cfg)
+    psi = max(p for _, _, p in rank_params(model, cfg.tp, *key, cfg.first_layers,
                                             cfg.last_layers))
-    copies = _schedule(*key).copies
+    copies = cached_schedule(*key).copies
     f = (cfg.dp - 1) / cfg.dp / bw_dp
     if cfg.zero3_regather == "per_step":
         g, r = (x * f for x in zero3_bytes(psi, cfg, 1))
@@ -267,102 +175,9 @@ def _zero3_times(model, cfg, bw_dp, tf, tb) -> dict:
 
 def _dp_bytes(model, cfg, seq):
     from .comm import dp_volume
-    psi = max(p for _, _, p in _rank_params(model, cfg.tp, *_small_key(cfg), cfg.first_layers,
+    psi = max(p for _, _, p in rank_params(model, cfg.tp, *small_key(cfg), cfg.first_layers,
                                             cfg.last_layers))
     return dp_volume(psi, cfg)
-
-
-def _small_key(cfg):
-    red = _reduced(cfg.microbatches, cfg.pp, cfg.schedule)
-    return (cfg.schedule, cfg.pp, red[0] if red else cfg.microbatches, cfg.virtual)
-
-
-@lru_cache(maxsize=4096)
-def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
-    """Per rank, the distinct (layers alive, first-stage chunks alive, last-stage chunks alive)
-    seen along its run order. Any per-layer and per-extra byte sizes then give the peak as
-    the max of a dot product, without walking the schedule again."""
-    sch = _schedule(name, P, M, V)
-    rg = stage_layers(sch, layers, first, last)
-    dst = [(len(rg[st]), int(sch.is_first(st)), int(sch.is_last(st)))
-           for st in range(sch.num_stages)]
-    out = []
-    for ops in sch.ranks:
-        alive, cur, seen = set(), [0, 0, 0], set()
-        for op in ops:
-            for a in op.parts:
-                key = (a.stage, a.microbatch)
-                d = dst[a.stage]
-                if a.kind == "F":
-                    alive.add(key)
-                    cur = [c + x for c, x in zip(cur, d)]
-                    seen.add(tuple(cur))
-                elif a.kind in ("B", "W") and key in alive:
-                    alive.discard(key)
-                    cur = [c - x for c, x in zip(cur, d)]
-        out.append(tuple(seen) or ((0, 0, 0),))
-    return tuple(out)
-
-
-def _activation_peaks(model, cfg, M, seq):
-    from . import activations as act
-    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
-    w = (act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp, cfg.recompute,
-                                    cfg.bytes_act),
-         act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp),
-         act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act))
-    states = _alive_states(cfg.schedule, cfg.pp, M, cfg.virtual, model.layers, cfg.first_layers,
-                           cfg.last_layers)
-    return [max(sum(x * y for x, y in zip(st, w)) for st in rank) for rank in states]
-
-
-@lru_cache(maxsize=4096)
-def _rank_params(model: ModelSpec, t: int, name, P, M, V, first=None, last=None) -> tuple:
-    """Per rank: (stages, layers, parameters on one GPU before ZeRO) — cached per schedule."""
-    from .accounting import stage_param_split
-    sch = _schedule(name, P, M, V)
-    rg = stage_layers(sch, model.layers, first, last)
-    out = []
-    for r in range(sch.P):
-        stages = sch.stages_of_rank(r)
-        psi = sum((stage_param_split(model, sch, st, rg[st], stages).per_rank(t)
-                   for st in stages), 0.0)
-        out.append((tuple(stages), sum(len(rg[st]) for st in stages), psi))
-    return tuple(out)
-
-
-@lru_cache(maxsize=4096)
-def _equivalents(name, P, M, V) -> tuple:
-    return tuple(peak_inflight(_schedule(name, P, M, V), stage_equivalents=True))
-
-
-def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
-    """memory_report's numbers, with activations extrapolated in M beyond SIM_MAX_M.
-
-    Equal to ``memory_report`` for M ≤ SIM_MAX_M (a test checks it); the schedule is
-    generated at most twice per (schedule, P, M, V) and cached, and so are the per-rank
-    parameter counts (they do not depend on recomputation, ZeRO or b).
-    """
-    from .accounting import MemoryReport, RankMemory, states_bytes
-    red = _reduced(cfg.microbatches, cfg.pp, cfg.schedule)
-    key = _small_key(cfg)
-    if red is None:
-        peaks = _activation_peaks(model, cfg, cfg.microbatches, seq)
-    elif cfg.schedule not in GROWING_PEAK:
-        # Past the fill, every schedule but GPipe holds a fixed number of microbatches:
-        # the peak at Ma is the peak at any larger M (tested).
-        peaks = _activation_peaks(model, cfg, red[0], seq)
-    else:
-        a = _activation_peaks(model, cfg, red[0], seq)
-        b = _activation_peaks(model, cfg, red[1], seq)
-        f = (cfg.microbatches - red[0]) / (red[1] - red[0])
-        peaks = [x + f * (y - x) for x, y in zip(a, b)]
-    rep = MemoryReport(model, cfg, _schedule(*key))
-    params = _rank_params(model, cfg.tp, *key, cfg.first_layers, cfg.last_layers)
-    for r, ((stages, nl, psi), pk, eq) in enumerate(zip(params, peaks, _equivalents(*key))):
-        p, g, o = states_bytes(model, psi, cfg)
-        rep.per_rank.append(RankMemory(r, list(stages), nl, psi, p, g, o, pk, eq))
-    return rep
 
 
 def _pp_choices(layers: int, limit: int) -> list[int]:
@@ -460,8 +275,8 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
                           schedule=name, virtual=V, first_layers=ends[0], last_layers=ends[1])
     try:
         # validate at the reduced M: same residue mod 2P, so the same divisibility rules
-        small = base.with_(microbatches=_small_key(base)[2])
-        small.validate(model, _schedule)
+        small = base.with_(microbatches=small_key(base)[2])
+        small.validate(model, cached_schedule)
     except ValueError as e:
         return [Candidate(base.with_(recompute=rc), False, str(e)) for rc in rcs]
     out = []

@@ -4,14 +4,12 @@ The rank runs its lowered list (pplab/lower.py): compute ops and SEND/RECV items
 one dispatch loop (``RankRunner.step``). Everything else sits around that loop: the
 watchdog (watchdog.py), saved-byte counting (saved_bytes.py), faults and negative controls
 (controls.py), DualPipe's copy-gradient sum (copies.py), the reference check and the summary
-(this file, below the loop). The only argument is a JSON file path (flags could be misread by
+(summary.py). The only argument is a JSON file path (flags could be misread by
 torchrun's argparse prefix matching); it lists one or more runs for the same process group.
 """
 from __future__ import annotations
 
 import os
-import socket
-import statistics
 import sys
 import time
 import traceback
@@ -22,7 +20,7 @@ import json
 import torch
 import torch.distributed as dist
 
-from ..ir import Action, Comm, Schedule
+from ..ir import Action, Comm
 from ..lower import lower
 from . import checkpoint as ckpt
 from .cluster import gather_placement
@@ -32,6 +30,7 @@ from .copies import sum_copy_grads
 from .model import (SplitLinear, TinyGPT, build_stage_modules, defer_weight_grads, make_batch,
                     make_optimizer, microbatch, weight_grads_from)
 from .saved_bytes import SavedTensorTracker
+from .summary import Record, clock_offset
 from .watchdog import Watchdog, write_json
 
 now = time.perf_counter
@@ -341,62 +340,10 @@ class RankRunner:
 
 
 # ---- a run: steps, gathering, the summary rank 0 writes ------------------------------------
-def _rel_error(grads: dict, ref: dict) -> tuple[float, str]:
-    worst, name = 0.0, ""
-    for n, gr in ref.items():
-        g = grads.get(n)
-        if g is None:
-            return float("inf"), n
-        denom = float(gr.norm())
-        err = float((g - gr).norm()) / (denom if denom > 0 else 1.0)
-        if err > worst:
-            worst, name = err, n
-    return worst, name
-
-
-@dataclass
-class _Record:
-    """What rank 0 collects over the steps of a run."""
-    losses: list = field(default_factory=list)
-    ref_losses: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
-    worst: list = field(default_factory=list)
-    times: list = field(default_factory=list)
-    first: list | None = None
-    last: list | None = None
-
-    def add(self, runner: RankRunner, k: int, out: dict, gathered: list) -> None:
-        self.losses.append(sum(g["loss"] for g in gathered))
-        self.times.append(out["step_time"])
-        if runner.ref is not None:
-            rl, rg = runner.reference_step(k)
-            merged = {}
-            for g in gathered:
-                merged.update(g["grads"] or {})
-            e, n = _rel_error(merged, rg)
-            self.ref_losses.append(rl)
-            self.errors.append(e)
-            self.worst.append(n)
-        self.last = gathered
-        self.first = self.first or gathered
-
-    def summary(self, s: Schedule) -> dict:
-        warm = self.times[1:] if len(self.times) > 1 else self.times
-        last = self.last or []
-        return {"schedule": s.name, "P": s.P, "M": s.M, "V": s.V, "losses": self.losses,
-                "reference_losses": self.ref_losses, "grad_errors": self.errors,
-                "worst_parameter": self.worst, "step_times": self.times,
-                "step_time_s": statistics.median(warm) if warm else None,
-                "events": [e for g in last for e in g["events"]],
-                "peak_saved_bytes": [g["peak_saved"] for g in (self.first or [])],
-                "cuda_peak_bytes": (None if not last or last[0]["cuda_peak"] is None
-                                    else [g["cuda_peak"] for g in last])}
-
-
 def _do_run(spec: RunSpec, rank: int, world: int, device, wd: Watchdog, offset: float,
             progress, writes_results: bool) -> None:
     runner = RankRunner(spec, rank, world, device, wd, offset)
-    steps, record = spec.config.steps, _Record()
+    steps, record = spec.config.steps, Record()
     for k in range(steps):
         out = runner.step(k, track_memory=k == 0)   # step 0 is the warm-up, left out of timing
         runner.steps_done = k + 1
@@ -414,26 +361,6 @@ def _do_run(spec: RunSpec, rank: int, world: int, device, wd: Watchdog, offset: 
         dist.broadcast_object_list(box, src=0)
     if writes_results:
         write_json(spec.result, box[0])
-
-
-def _clock_offsets(rank: int, world: int, device: torch.device) -> float:
-    """Offset to subtract from this rank's perf_counter so all ranks share rank 0's clock.
-
-    On one host perf_counter is CLOCK_MONOTONIC, shared by all processes: offset 0. Across
-    hosts: after a barrier every rank reads its clock and rank 0's reading is broadcast; the
-    error is the barrier's exit skew (tens of µs on a LAN). Median of 5 rounds."""
-    hosts = [None] * world
-    dist.all_gather_object(hosts, socket.gethostname())
-    if len(set(hosts)) == 1:
-        return 0.0
-    diffs = []
-    for _ in range(5):
-        dist.barrier()
-        t = torch.tensor([now()], dtype=torch.float64, device=device)   # NCCL: CUDA tensors
-        ts = [torch.zeros(1, dtype=torch.float64, device=device) for _ in range(world)]
-        dist.all_gather(ts, t)
-        diffs.append(float(ts[rank] - ts[0]))
-    return statistics.median(diffs)
 
 
 # ---- the process -------------------------------------------------------------------------
@@ -473,7 +400,7 @@ def _serve(job: dict, rank: int, world: int, wd: Watchdog) -> None:
     with wd.watching("in init_process_group (rendezvous with the other ranks)"):
         dist.init_process_group(backend, timeout=timeout,
                                 **({"device_id": device} if backend == "nccl" else {}))
-    offset = _clock_offsets(rank, world, device)
+    offset = clock_offset(rank, world, device)
     placement = gather_placement(dist, rank, world)    # node rank + address of each rank
     if local_rank == 0:   # one writer per node: each node's launcher reads its own files
         write_json(job["info"], {"backend": backend, "device": str(device), "note": note,

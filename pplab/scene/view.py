@@ -1,6 +1,6 @@
 """The browser-drawn picture of a canvas: an anywidget whose only state is a scene.
 
-The kernel computes the scene (:mod:`pplab.scene`, pure Python) and sends it as JSON; the
+The kernel computes the scene (:mod:`pplab.scene.panels`, pure Python) and sends it as JSON; the
 front end draws it on a ``<canvas>`` (``scene.js``). Slider → new picture costs a simulation
 and a few kilobytes of JSON instead of a matplotlib PNG, and it works in JupyterLite, where
 matplotlib is not available.

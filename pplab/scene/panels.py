@@ -1,16 +1,16 @@
-"""Pictures as plain data: what a canvas shows, computed in pure Python.
+"""Panels: pictures as plain data, computed in pure Python.
 
 A *scene* is a dict of JSON values: ``{"panels": [panel, ...]}``. Three kinds of panel cover
 every canvas: ``timeline`` (boxes ``[rank, start, end, label, kind]``), ``bars`` (stacked or
 grouped, with an optional limit line) and ``lines`` (series of points). The browser widget
-(:mod:`pplab.canvases.view`) and the matplotlib drawings (:mod:`pplab.draw`) both draw from
+(:mod:`pplab.scene.view`) and the matplotlib drawings (:mod:`pplab.draw`) both draw from
 these, so the live picture and the exported figure show the same schedule by construction,
 and the widget needs no matplotlib (it runs in JupyterLite too).
 """
 from __future__ import annotations
 
-from .ir import KIND_NAMES
-from .text import metrics_line
+from ..ir import KIND_NAMES
+from ..text import metrics_line
 
 #: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
 KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
@@ -172,8 +172,8 @@ def memory_panel(report, gpu_memory: float | None = 80e9, title: str | None = No
                       limit_label=f"GPU {gpu_memory / GB:g} GB" if gpu_memory else "")
 
 
-__all__ = ["KIND_COLORS", "PART_COLORS", "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS",
-           "PALETTE", "op_label", "title_line",
+__all__ = ["GB", "IDLE_FACE", "IDLE_HATCH", "IDLE_EDGE", "KIND_COLORS", "PART_COLORS",
+           "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS", "PALETTE", "op_label", "title_line",
            "timeline_boxes", "timeline_panel", "bars_panel", "lines_panel", "line", "scene",
            "timeline_scene", "levels", "inflight_panel", "peak_bars_panel", "memory_title",
            "memory_panel"]

@@ -1,4 +1,4 @@
-// Draws a pplab scene (pplab/scene.py) on a <canvas>: timelines, bars and line charts.
+// Draws a pplab scene (pplab/scene/panels.py) on a <canvas>: timelines, bars and line charts.
 // The kernel sends plain data; drawing here takes a few ms, so a slider redraws at once
 // and no matplotlib is needed (the same file runs in JupyterLab and JupyterLite).
 const FONT = "11px sans-serif";

@@ -1,0 +1,104 @@
+"""Per-rank memory for the planner: ``memory_report``'s numbers, with the schedule walked
+once per (schedule, P, M, V) and activations extrapolated in M past ``SIM_MAX_M``."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..partition import stage_layers
+from ..timeline import peak_inflight
+from .extrapolate import cached_schedule, planner_traits, reduced
+from .model_spec import ModelSpec
+from .parallel import ParallelConfig
+
+
+def small_key(cfg):
+    red = reduced(cfg.microbatches, cfg.pp, cfg.schedule)
+    return (cfg.schedule, cfg.pp, red[0] if red else cfg.microbatches, cfg.virtual)
+
+
+@lru_cache(maxsize=4096)
+def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
+    """Per rank, the distinct (layers alive, first-stage chunks alive, last-stage chunks alive)
+    seen along its run order. Any per-layer and per-extra byte sizes then give the peak as
+    the max of a dot product, without walking the schedule again."""
+    sch = cached_schedule(name, P, M, V)
+    rg = stage_layers(sch, layers, first, last)
+    dst = [(len(rg[st]), int(sch.is_first(st)), int(sch.is_last(st)))
+           for st in range(sch.num_stages)]
+    out = []
+    for ops in sch.ranks:
+        alive, cur, seen = set(), [0, 0, 0], set()
+        for op in ops:
+            for a in op.parts:
+                key = (a.stage, a.microbatch)
+                d = dst[a.stage]
+                if a.kind == "F":
+                    alive.add(key)
+                    cur = [c + x for c, x in zip(cur, d)]
+                    seen.add(tuple(cur))
+                elif a.kind in ("B", "W") and key in alive:
+                    alive.discard(key)
+                    cur = [c - x for c, x in zip(cur, d)]
+        out.append(tuple(seen) or ((0, 0, 0),))
+    return tuple(out)
+
+
+def _activation_peaks(model, cfg, M, seq):
+    from . import activations as act
+    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    w = (act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp, cfg.recompute,
+                                    cfg.bytes_act),
+         act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp),
+         act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act))
+    states = _alive_states(cfg.schedule, cfg.pp, M, cfg.virtual, model.layers, cfg.first_layers,
+                           cfg.last_layers)
+    return [max(sum(x * y for x, y in zip(st, w)) for st in rank) for rank in states]
+
+
+@lru_cache(maxsize=4096)
+def rank_params(model: ModelSpec, t: int, name, P, M, V, first=None, last=None) -> tuple:
+    """Per rank: (stages, layers, parameters on one GPU before ZeRO) — cached per schedule."""
+    from .accounting import stage_param_split
+    sch = cached_schedule(name, P, M, V)
+    rg = stage_layers(sch, model.layers, first, last)
+    out = []
+    for r in range(sch.P):
+        stages = sch.stages_of_rank(r)
+        psi = sum((stage_param_split(model, sch, st, rg[st], stages).per_rank(t)
+                   for st in stages), 0.0)
+        out.append((tuple(stages), sum(len(rg[st]) for st in stages), psi))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _equivalents(name, P, M, V) -> tuple:
+    return tuple(peak_inflight(cached_schedule(name, P, M, V), stage_equivalents=True))
+
+
+def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
+    """memory_report's numbers, with activations extrapolated in M beyond SIM_MAX_M.
+
+    Equal to ``memory_report`` for M ≤ SIM_MAX_M (a test checks it); the schedule is
+    generated at most twice per (schedule, P, M, V) and cached, and so are the per-rank
+    parameter counts (they do not depend on recomputation, ZeRO or b).
+    """
+    from .accounting import MemoryReport, RankMemory, states_bytes
+    red = reduced(cfg.microbatches, cfg.pp, cfg.schedule)
+    key = small_key(cfg)
+    if red is None:
+        peaks = _activation_peaks(model, cfg, cfg.microbatches, seq)
+    elif not planner_traits(cfg.schedule).peak_grows:
+        # Past the fill, every schedule but GPipe holds a fixed number of microbatches:
+        # the peak at Ma is the peak at any larger M (tested).
+        peaks = _activation_peaks(model, cfg, red[0], seq)
+    else:
+        a = _activation_peaks(model, cfg, red[0], seq)
+        b = _activation_peaks(model, cfg, red[1], seq)
+        f = (cfg.microbatches - red[0]) / (red[1] - red[0])
+        peaks = [x + f * (y - x) for x, y in zip(a, b)]
+    rep = MemoryReport(model, cfg, cached_schedule(*key))
+    params = rank_params(model, cfg.tp, *key, cfg.first_layers, cfg.last_layers)
+    for r, ((stages, nl, psi), pk, eq) in enumerate(zip(params, peaks, _equivalents(*key))):
+        p, g, o = states_bytes(model, psi, cfg)
+        rep.per_rank.append(RankMemory(r, list(stages), nl, psi, p, g, o, pk, eq))
+    return rep
