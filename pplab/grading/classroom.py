@@ -105,7 +105,8 @@ def _run_local(spec: dict, timeout: float) -> dict:
     result_file = Path(spec["result"])
     if not result_file.exists():
         tail = [ln for ln in err.decode(errors="replace").splitlines() if ln.strip()]
-        return _failed(spec, f"the grading job failed: {(tail or ['exit ' + str(proc.returncode)])[-1][:300]}")
+        last = (tail or [f"exit {proc.returncode}"])[-1]
+        return _failed(spec, f"the grading job failed: {last[:300]}")
     return json.loads(result_file.read_text())
 
 
