@@ -1,9 +1,9 @@
 """One submission's sandbox: bubblewrap around the student's kernel (:mod:`.runner`).
 
 What the kernel sees: the system's ``/usr`` and the Python install read-only, the student
-edition of pplab (:mod:`.student_edition`) read-only, a private writable scratch folder
-and ``/tmp`` (memory-backed, capped), a made-up ``/etc`` (passwd, hosts, nothing else)
-and its own loopback network with nothing on it. It does not see the instructor's files, other submissions,
+edition of pplab (:mod:`.student_edition`) read-only, a private writable scratch
+folder and ``/tmp`` (memory-backed, capped), a made-up ``/etc`` (passwd, hosts,
+nothing else) and its own loopback network with nothing on it. It does not see the instructor's files, other submissions,
 the source notebooks, hidden tests, the gradebook or the home directory. Limits: address
 space, processes, CPU seconds, file size and open files (``Limits``); wall time per
 request is the trusted side's ``timeout``. Run as root, the kernel drops to a uid of its
