@@ -3,8 +3,8 @@
 What the kernel sees: the system's ``/usr`` and the Python install read-only, the student
 edition of pplab (:mod:`.student_edition`) read-only, a private writable scratch
 folder and ``/tmp`` (memory-backed, capped), a made-up ``/etc`` (passwd, hosts,
-nothing else) and its own loopback network with nothing on it. It does not see the instructor's files, other submissions,
-the source notebooks, hidden tests, the gradebook or the home directory. Limits: address
+nothing else) and its own loopback network with nothing on it. It does not see the
+instructor's files, other submissions, the source notebooks, hidden tests, the gradebook or the home directory. Limits: address
 space, processes, CPU seconds, file size and open files (``Limits``); wall time per
 request is the trusted side's ``timeout``. Run as root, the kernel drops to a uid of its
 own (so the process limit counts only its processes); as an ordinary user, bubblewrap
