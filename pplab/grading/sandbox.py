@@ -1,14 +1,14 @@
 """One submission's sandbox: bubblewrap around the student's kernel (:mod:`.runner`).
 
 What the kernel sees: the system's ``/usr`` and the Python install read-only, the student
-edition of pplab (:mod:`.student_edition`) read-only, a private writable scratch
-folder and ``/tmp`` (memory-backed, capped), a made-up ``/etc`` (passwd, hosts,
-nothing else) and its own loopback network with nothing on it. It does not see the
-instructor's files, other submissions, the source notebooks, hidden tests, the gradebook or the home directory. Limits: address
-space, processes, CPU seconds, file size and open files (``Limits``); wall time per
-request is the trusted side's ``timeout``. Run as root, the kernel drops to a uid of its
-own (so the process limit counts only its processes); as an ordinary user, bubblewrap
-makes an unprivileged user namespace.
+edition of pplab (:mod:`.student_edition`) read-only, a private writable scratch folder
+and ``/tmp`` (memory-backed, capped), a made-up ``/etc`` (passwd, hosts, nothing else) and
+its own loopback network with nothing on it. It does not see the instructor's files, other
+submissions, the source notebooks, hidden tests, the gradebook or the home directory.
+Limits: address space, processes, CPU seconds, file size and open files (``Limits``); wall
+time per request is the trusted side's ``timeout``. Run as root, the kernel drops to a uid
+of its own (so the process limit counts only its processes); as an ordinary user,
+bubblewrap makes an unprivileged user namespace.
 
 Everything the kernel answers is read through :meth:`Sandbox.request`, which caps its
 size and time and never trusts its content.
