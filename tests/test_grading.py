@@ -266,6 +266,18 @@ def test_without_a_sandbox_grading_refuses_with_one_line(tmp_path, capsys, monke
     assert len(err.splitlines()) == 1
 
 
+def _processes_naming(text: str) -> list[int]:
+    import os
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and text.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
 @pytest.mark.slow
 def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path, sandboxed):
     """Kill ``pplab grade`` once two results are written; ``--resume`` grades only the
@@ -290,6 +302,8 @@ def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path, 
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate()
+    time.sleep(3)
+    assert _processes_naming(str(tmp_path)) == [], "a grading worker outlived pplab grade"
     first = {p: p.stat().st_mtime_ns for p in results.rglob("*.json")}
     assert 2 <= len(first) < 5 and not out.exists()
     for p in first:

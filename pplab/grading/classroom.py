@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -87,27 +89,68 @@ def _result_path(state: Path, student: str, assignment: str) -> Path:
     return state / "results" / student / f"{assignment}.json"
 
 
-def _run_local(spec: dict, timeout: float) -> dict:
-    """One job as a child process; a job past ``timeout`` is killed with its sandbox."""
-    path = Path(spec["workdir"]).with_suffix(".spec.json")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(spec))
-    proc = subprocess.Popen([sys.executable, "-m", "pplab.grading.job", str(path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True, env=course.nbgrader_env())
-    try:
-        _, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return _failed(spec, f"the notebook did not finish within {timeout:g} s and was "
-                             "stopped")
-    result_file = Path(spec["result"])
-    if not result_file.exists():
-        tail = [ln for ln in err.decode(errors="replace").splitlines() if ln.strip()]
-        last = (tail or [f"exit {proc.returncode}"])[-1]
-        return _failed(spec, f"the grading job failed: {last[:300]}")
-    return json.loads(result_file.read_text())
+def _die_with_parent() -> None:
+    """In the worker before exec: its own session, and SIGKILL when ``pplab grade`` dies
+    (however it dies), which takes its sandbox down too (bwrap --die-with-parent)."""
+    import ctypes
+    os.setsid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+
+
+class Worker:
+    """One ``job --serve`` process, reused job after job; a job past its timeout is killed
+    with the worker (and so with its sandbox), and the next job starts a fresh worker."""
+
+    def __init__(self, log: Path):
+        self.log, self.proc = log, None
+
+    def _start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "pplab.grading.job", "--serve",
+                                          str(self.log.parent)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err, preexec_fn=_die_with_parent,
+                                         env=course.nbgrader_env())
+
+    def run(self, spec: dict, timeout: float) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        path = Path(spec["workdir"]).with_suffix(".spec.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(spec))
+        try:
+            self.proc.stdin.write(f"{path}\n".encode())
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            answer = self.proc.stdout.readline() if ready else None
+        except OSError:
+            answer = b""
+        if answer is None:
+            self.stop()
+            return _failed(spec, f"the notebook did not finish within {timeout:g} s and was "
+                                 "stopped")
+        result_file = Path(spec["result"])
+        if not answer or not result_file.exists():
+            self.stop()
+            return _failed(spec, f"the grading job failed: {self._last_log_line()}")
+        return json.loads(result_file.read_text())
+
+    def _last_log_line(self) -> str:
+        try:
+            lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln]
+        except OSError:
+            lines = []
+        return (lines or ["no message"])[-1][:300]
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            self.proc = None
 
 
 def _failed(spec: dict, why: str) -> dict:
@@ -154,10 +197,21 @@ def run_jobs(opts: Options, specs: list[dict], progress: Progress) -> None:
         from .slurm_fanout import run_on_slurm
         run_on_slurm(opts, specs, progress)
         return
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        futures = [pool.submit(_run_local, spec, opts.timeout) for spec in specs]
-        for f in as_completed(futures):
-            progress.step(f.result())
+    local, workers = threading.local(), []
+
+    def grade_one(spec: dict) -> dict:
+        if not hasattr(local, "worker"):
+            local.worker = Worker(_state(opts) / "work" / f"worker-{len(workers)}.log")
+            workers.append(local.worker)
+        return local.worker.run(spec, opts.timeout)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+            for f in as_completed([pool.submit(grade_one, spec) for spec in specs]):
+                progress.step(f.result())
+    finally:
+        for w in workers:
+            w.stop()
 
 
 def grade_class(opts: Options) -> int:

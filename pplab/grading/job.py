@@ -7,8 +7,9 @@ folder of its own, so concurrent jobs share no gradebook and no submission is ev
 written. The result (scores per task, or why it could not be graded) is written
 atomically as JSON, so a killed run loses nothing that finished (``--resume``).
 
-``python -m pplab.grading.job SPEC.json`` runs one job; ``run(spec)`` is the same thing
-for submitit on a Slurm node.
+``python -m pplab.grading.job SPEC.json`` runs one job, ``python -m pplab.grading.job
+--serve`` one job per line of stdin (the local workers of ``-j``); ``run(spec)`` is the
+same thing for submitit on a Slurm node.
 """
 from __future__ import annotations
 
@@ -125,5 +126,20 @@ def write_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
+def serve() -> None:
+    """A worker that grades job after job, so nbgrader and pplab are imported once: it reads
+    a spec's path per line on stdin and answers ``done`` on the descriptor it was started
+    with (stdout is moved to stderr, so nothing a library prints can mix in)."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        run(json.loads(Path(line.strip()).read_text()))
+        out.write("done\n")
+        out.flush()
+
+
 if __name__ == "__main__":
-    run(json.loads(Path(sys.argv[1]).read_text()))
+    if sys.argv[1] == "--serve":        # its second argument only names the run, for ps
+        serve()
+    else:
+        run(json.loads(Path(sys.argv[1]).read_text()))
