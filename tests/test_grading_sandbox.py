@@ -181,6 +181,17 @@ hold = []
 for _ in range(80):
     hold.append(bytearray(100 << 20))'''
 
+DISK_FILLER = '''import os
+block = b"x" * (16 << 20)
+for folder in ("/dev/shm", "/tmp", os.getcwd()):
+    written = 0
+    try:
+        with open(os.path.join(folder, "fill"), "wb") as f:
+            while written < (1 << 30):              # backstop: 1 GiB per folder at most
+                f.write(block); f.flush(); written += len(block)
+    except OSError as e:
+        print("full after", written >> 20, "MB in", folder, "-", e.strerror)'''
+
 LOOP = '''while True:
     pass'''
 
@@ -269,7 +280,7 @@ def _red_team_class(tmp_path: Path, port: int, canary: Path) -> Path:
     sub = tmp_path / "submitted"
     attacks = {"frames": FRAMES, "copy_by_path": COPY_BY_PATH, "import_hook": IMPORT_HOOK,
                "transformer": TRANSFORMER, "fork_bomb": FORK_BOMB, "memory_hog": MEMORY_HOG,
-               "loop": LOOP, "flood": FLOOD}
+               "loop": LOOP, "flood": FLOOD, "disk_filler": DISK_FILLER}
     honest = nbformat.read(SOLUTION, as_version=4)
     _write(sub, "honest", honest)
     for student, code in attacks.items():
@@ -367,6 +378,8 @@ def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path):
     assert "bubble_of_total(" in page("import_hook") and "bubble_of_total(" in page("transformer")
     assert "MemoryError" in page("memory_hog")
     assert "fork refused after" in _outputs(out, "fork_bomb")
+    filled = [ln for ln in _outputs(out, "disk_filler").splitlines() if ln.startswith("full")]
+    assert len(filled) == 3 and all(int(ln.split()[2]) <= 512 for ln in filled), filled
     assert "CellTimeoutError" in page("loop")
     flood = page("flood")
     assert len(flood) < 5_000_000 and "more characters of output dropped" in flood

@@ -34,6 +34,7 @@ SCRATCH = "/scratch"
 LIBRARY = "/opt/pplab"
 INTERRUPT_GRACE = 10.0          # seconds a kernel has to stop after an interrupt
 TMPFS_BYTES = 512 << 20         # each of the kernel's two writable folders (memory-backed)
+SHM_BYTES = 64 << 20            # /dev/shm, capped too (bwrap's /dev is half the RAM)
 ETC_FILES = {
     "passwd": "root:x:0:0:root:/root:/bin/sh\nstudent:x:{uid}:{uid}:student:/scratch:/bin/sh\n",
     "group": "root:x:0:\nstudent:x:{uid}:\n",
@@ -97,8 +98,8 @@ def _bwrap_base(etc: Path | None = None) -> list[str]:
         if target:
             cmd += ["--symlink", target, f"/{link}"]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--dir", "/etc"]
-    for where in ("/tmp", SCRATCH):
-        cmd += ["--perms", "1777", "--size", str(TMPFS_BYTES), "--tmpfs", where]
+    for where, size in (("/tmp", TMPFS_BYTES), (SCRATCH, TMPFS_BYTES), ("/dev/shm", SHM_BYTES)):
+        cmd += ["--perms", "1777", "--size", str(size), "--tmpfs", where]
     cmd += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
             "--ro-bind-try", "/etc/localtime", "/etc/localtime"]
     if etc is not None:

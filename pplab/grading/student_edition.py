@@ -80,6 +80,8 @@ def build(patterns, dest: Path) -> Path:
     ``dest``, the folder to put on the sandbox's ``PYTHONPATH``. A pattern that cuts
     nothing is an error: a renamed function must not silently fail open."""
     target = dest / "pplab"
+    dest.mkdir(parents=True, exist_ok=True)
+    dest.chmod(0o755)                       # the sandbox's dropped uid must read it
     shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for module, names in _by_module(patterns).items():
         path = _module_file(target, module)
