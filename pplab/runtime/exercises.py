@@ -283,28 +283,27 @@ def check_dp_average(allreduce_grads, cases=(0,)) -> bool:
     return True
 
 
-def _unclipped(seed: int):
-    """A case's stages after one backward, their gradients, and the clip (half the largest
-    stage norm, so clipping always bites)."""
+def _after_one_backward(seed: int):
+    """A case's stages after one whole-batch backward, and the clip: half the largest stage
+    norm, so clipping always bites."""
     M, batch, dims = _bug_case(seed, False)
     stages = build_stages(seed, dims)
     x, y = make_data(seed, batch, dims)
     nn.functional.mse_loss(stages[1](stages[0](x)), y).backward()
-    want = _grads_of(stages)
-    norms = [sum(float(g.pow(2).sum()) for g in w.values()) ** 0.5 for w in want]
-    return want, 0.5 * max(norms)
+    norms = [sum(float(p.grad.pow(2).sum()) for p in st.parameters()) ** 0.5 for st in stages]
+    return stages, 0.5 * max(norms)
+
+
+def _unclipped(seed: int):
+    stages, clip = _after_one_backward(seed)
+    return _grads_of(stages), clip
 
 
 def _collect_global_clip(fns: dict, cases) -> list:
     out = []
     for seed in cases:
-        M, batch, dims = _bug_case(seed, False)
-        stages = build_stages(seed, dims)
-        x, y = make_data(seed, batch, dims)
-        nn.functional.mse_loss(stages[1](stages[0](x)), y).backward()
-        norms = [sum(float(p.grad.pow(2).sum()) for p in st.parameters()) ** 0.5
-                 for st in stages]
-        _call(fns["fn"], stages, 0.5 * max(norms))
+        stages, clip = _after_one_backward(seed)
+        _call(fns["fn"], stages, clip)
         out.append(_grads_data(stages))
     return out
 
