@@ -132,8 +132,7 @@ def levels(ops) -> list[int]:
 def inflight_panel(tl) -> dict:
     """Activations held per rank over time (step lines); the legend gives each rank's peak."""
     t0, series = tl.start, []
-    for r in range(tl.num_ranks):
-        evs = tl.rank_events(r)
+    for r, evs in enumerate(tl.events_by_rank()):
         lv = levels(e.op for e in evs)
         pts = [(0.0, 0)] + [(e.end - t0, n) for e, n in zip(evs, lv)]
         series.append(line(f"rank {r} (peak {max(lv, default=0)})", PALETTE[r % len(PALETTE)],
