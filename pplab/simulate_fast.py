@@ -52,11 +52,12 @@ def plan(schedule: Schedule) -> Plan | None:
 
 
 def _number(schedule: Schedule):
-    """Pass 1: a part id per action key, duration classes, and the ops in rank-major order.
-    Returns None for a schedule the fast path does not take (see the module doc)."""
-    S = schedule.num_stages
+    """Pass 1: a part id per action key ``(microbatch·S + stage)·4 + kind``, duration
+    classes, and the ops in rank-major order. None for a schedule the fast path does not
+    take (see the module doc)."""
+    S, M = schedule.num_stages, schedule.M
     S4 = 4 * S
-    ids: dict[int, int] = {}
+    slot = [-1] * ((M + 2) * S4)                # key -> part id; -1: nobody runs it
     ops, rank_of, parts, cls, reps, keys, bounds = [], [], [], [], {}, [], [0]
     part_rank: list[int] = []
     for r, row in enumerate(schedule.ranks):
@@ -64,34 +65,48 @@ def _number(schedule: Schedule):
             mine = []
             for a in (op,) if type(op) is Action else op.parts:
                 s, m, kc = a.stage, a.microbatch, KIND_CODE[a.kind]
-                if not 0 <= s < S or m < 0:
+                if not (0 <= s < S and 0 <= m < M):
                     return None
                 k = m * S4 + s * 4 + kc
-                if k in ids or (kc == 1 and k + 1 in ids) or (kc == 2 and k - 1 in ids):
+                if slot[k] >= 0 or (kc == 1 and slot[k + 1] >= 0) or \
+                        (kc == 2 and slot[k - 1] >= 0):
                     return None                  # run twice, or both B and I: reference
-                ids[k] = len(part_rank)
+                slot[k] = len(part_rank)
                 part_rank.append(r)
-                mine.append(ids[k])
+                mine.append(slot[k])
                 keys.append(k)
-            c = KIND_CODE[op.kind] * S + op.stage if type(op) is Action else \
-                ("FB",) + tuple((a.stage, a.kind) for a in op.parts)
+            c = k % S4 if type(op) is Action else ("FB",) + tuple(
+                (a.stage, a.kind) for a in op.parts)
             reps.setdefault(c, op)
             ops.append(op)
             rank_of.append(r)
             parts.append(tuple(mine))
             cls.append(c)
         bounds.append(len(ops))
-    return ids, ops, rank_of, parts, cls, reps, keys, part_rank, bounds
+    return slot, ops, rank_of, parts, cls, reps, keys, part_rank, bounds
+
+
+def _offsets(schedule: Schedule) -> list[tuple[int, ...]]:
+    """Per ``stage·4 + kind``: the key offsets of what a part waits on, as in
+    ``simulate.dependency_keys``: its own stage's earlier part, then its input. A positive
+    offset is the next stage's B (its I is one further, tried when no B runs)."""
+    first, last = schedule._stage_ends
+    out = []
+    for s in range(schedule.num_stages):
+        out.append(() if first[s] else (-4,))                       # F: previous stage's F
+        for kc in (1, 2):                                            # B, I: own F, next stage
+            out.append((-kc,) if last[s] else (-kc, 5 - kc))
+        out.append((-1,))                                            # W: own I
+    return out
 
 
 def _compile(schedule: Schedule) -> Plan | None:
-    """Pass 2: each part's dependencies (``simulate.dependency_keys`` in integer form)."""
+    """Pass 2: each part's dependencies, ``~id`` for those made on another rank."""
     numbered = _number(schedule)
     if numbered is None:
         return None
-    ids, ops, rank_of, parts, cls, reps, keys, part_rank, bounds = numbered
-    first, last = schedule._stage_ends
-    S4 = 4 * schedule.num_stages
+    slot, ops, rank_of, parts, cls, reps, keys, part_rank, bounds = numbered
+    offsets, S4 = _offsets(schedule), 4 * schedule.num_stages
     deps = []
     p = 0
     for i, mine in enumerate(parts):
@@ -99,19 +114,13 @@ def _compile(schedule: Schedule) -> Plan | None:
         for _ in mine:
             k = keys[p]
             p += 1
-            kc, s = k & 3, (k % S4) >> 2
-            if kc == 0:
-                wanted = () if first[s] else (k - 4,)
-            elif kc == 3:
-                wanted = (k - 1,)
-            elif last[s]:
-                wanted = (k - kc,)
-            else:
-                nb = k - kc + 4                       # stage s+1's F key: its B is nb+1, I nb+2
-                wanted = (k - kc, nb + 2 if nb + 1 not in ids and nb + 2 in ids else nb + 1)
-            for w in wanted:
-                d = ids.get(w)
-                if d is None:
+            for w in offsets[k % S4]:
+                d = slot[k + w]
+                if d < 0 and w > 0:
+                    d = slot[k + w + 1]               # the next stage split its backward
+                    if d < 0:
+                        return None
+                elif d < 0:
                     return None                       # nobody runs it: the reference says so
                 if d not in mine:
                     out.append(d if part_rank[d] == r else ~d)
