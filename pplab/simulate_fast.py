@@ -52,14 +52,14 @@ def plan(schedule: Schedule) -> Plan | None:
 
 
 def _number(schedule: Schedule):
-    """Pass 1: a part id per action key ``(microbatch·S + stage)·4 + kind``, duration
-    classes, and the ops in rank-major order. None for a schedule the fast path does not
-    take (see the module doc)."""
+    """Pass 1: a part id per action key ``(microbatch·S + stage)·4 + kind``, a duration
+    class per op (its key mod 4S; an overlapped pair's two), in rank-major order. None for a
+    schedule the fast path does not take (see the module doc)."""
     S, M = schedule.num_stages, schedule.M
     S4 = 4 * S
     slot = [-1] * ((M + 2) * S4)                # key -> part id; -1: nobody runs it
-    ops, rank_of, parts, cls, reps, keys, bounds = [], [], [], [], {}, [], [0]
-    part_rank: list[int] = []
+    parts, cls, keys, part_rank = [], [], [], []
+    n = 0
     for r, row in enumerate(schedule.ranks):
         for op in row:
             mine = []
@@ -71,19 +71,14 @@ def _number(schedule: Schedule):
                 if slot[k] >= 0 or (kc == 1 and slot[k + 1] >= 0) or \
                         (kc == 2 and slot[k - 1] >= 0):
                     return None                  # run twice, or both B and I: reference
-                slot[k] = len(part_rank)
-                part_rank.append(r)
-                mine.append(slot[k])
+                slot[k] = n
+                mine.append(n)
                 keys.append(k)
-            c = k % S4 if type(op) is Action else ("FB",) + tuple(
-                (a.stage, a.kind) for a in op.parts)
-            reps.setdefault(c, op)
-            ops.append(op)
-            rank_of.append(r)
+                n += 1
+            part_rank += [r] * len(mine)
             parts.append(tuple(mine))
-            cls.append(c)
-        bounds.append(len(ops))
-    return slot, ops, rank_of, parts, cls, reps, keys, part_rank, bounds
+            cls.append(k % S4 if len(mine) == 1 else (keys[-2] % S4, k % S4))
+    return slot, parts, cls, keys, part_rank
 
 
 def _offsets(schedule: Schedule) -> list[tuple[int, ...]]:
@@ -105,7 +100,12 @@ def _compile(schedule: Schedule) -> Plan | None:
     numbered = _number(schedule)
     if numbered is None:
         return None
-    slot, ops, rank_of, parts, cls, reps, keys, part_rank, bounds = numbered
+    slot, parts, cls, keys, part_rank = numbered
+    ops = [op for row in schedule.ranks for op in row]
+    rank_of = [r for r, row in enumerate(schedule.ranks) for _ in row]
+    bounds = [0]
+    for row in schedule.ranks:
+        bounds.append(bounds[-1] + len(row))
     offsets, S4 = _offsets(schedule), 4 * schedule.num_stages
     deps = []
     p = 0
@@ -125,9 +125,10 @@ def _compile(schedule: Schedule) -> Plan | None:
                 if d not in mine:
                     out.append(d if part_rank[d] == r else ~d)
         deps.append(tuple(out))
-    order = {c: j for j, c in enumerate(reps)}
-    return Plan(ops, rank_of, deps, parts, [order[c] for c in cls], list(reps.values()),
-                bounds, len(part_rank))
+    first = dict(zip(reversed(cls), range(len(cls) - 1, -1, -1)))    # class -> its first op
+    order = {c: j for j, c in enumerate(first)}
+    return Plan(ops, rank_of, deps, parts, list(map(order.__getitem__, cls)),
+                [ops[i] for i in first.values()], bounds, len(part_rank))
 
 
 def run(pl: Plan, dur: list[float], comm: float, P: int) -> list[Event] | None:
