@@ -19,7 +19,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
-from .ir import Action, Op, Schedule
+from .ir import Action, Op, Schedule, gc_paused
 from .timeline import Event
 
 KIND_CODE = {"F": 0, "B": 1, "I": 2, "W": 3}
@@ -185,12 +185,13 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0
     ``by_class=True`` promises that ``duration`` depends only on an op's kind and stages
     (true of ``Costs.duration_fn``): it is then asked once per class, not once per op.
     """
-    pl = plan(schedule)
-    if pl is None:
-        return None
-    if by_class:
-        table = [duration(op) for op in pl.reps]
-        dur = list(map(table.__getitem__, pl.cls))
-    else:
-        dur = list(map(duration, pl.ops))
-    return run(pl, dur, comm, schedule.P)
+    with gc_paused():
+        pl = plan(schedule)
+        if pl is None:
+            return None
+        if by_class:
+            table = [duration(op) for op in pl.reps]
+            dur = list(map(table.__getitem__, pl.cls))
+        else:
+            dur = list(map(duration, pl.ops))
+        return run(pl, dur, comm, schedule.P)
