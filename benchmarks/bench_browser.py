@@ -8,7 +8,7 @@ move simulates on demand; and with nothing kept once shown but the canvas's pref
 (while the page waits, the kernel renders the settings one step either side). The last line,
 the goal's figure, is the third: every move is a first visit, as in a student's stepping.
 
-usage: python benchmarks/bench_browser.py [--lite [SITE_DIR]] [--moves N]
+usage: python benchmarks/bench_browser.py [--lite [SITE_DIR]] [--moves N] [--at S,P,M,V]
 JupyterLab by default; ``--lite`` measures in the JupyterLite site (built if missing).
 The last line is exactly ``browser redraw p50 X ms p95 Y ms`` (the timeline canvas).
 """
@@ -24,11 +24,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import browser_util as B  # noqa: E402
 
 
-def measure(page, url: str, name: str, moves: int) -> tuple[dict, dict]:
+def measure(page, url: str, name: str, moves: int, at=B.BENCH_AT) -> tuple[dict, dict]:
     """Latencies per mode of ``browser_util.BENCH_MODES``, in its order."""
     panel = B.open_notebook(page, url, name)
-    return [B.bench_canvases(page, panel, moves, cache=size, prefetch=prefetch)
+    return [B.bench_canvases(page, panel, moves, cache=size, prefetch=prefetch, at=at)
             for _, size, prefetch in B.BENCH_MODES]
+
+
+def setting(text: str) -> tuple:
+    """'interleaved,64,256,2' -> ('interleaved', 64, 256, 2)."""
+    name, *numbers = text.split(",")
+    return (name, *map(int, numbers))
 
 
 def first_canvas(page, url: str, name: str) -> float:
@@ -44,6 +50,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lite", nargs="?", const=str(B.ROOT / "site"), default=None)
     ap.add_argument("--moves", type=int, default=40)
+    ap.add_argument("--at", type=setting, default=B.BENCH_AT,
+                    help="the timeline canvas's schedule,P,M,V (default interleaved,8,32,2)")
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
@@ -57,13 +65,13 @@ def main() -> None:
                 cold = first_canvas(page, lesson, name)
                 warm = first_canvas(page, lesson, name)      # same browser: HTTP cache warm
                 print(f"JupyterLite {name}: first canvas cold {cold:.1f} s, warm {warm:.1f} s")
-                res = measure(page, lesson, name, a.moves)
+                res = measure(page, lesson, name, a.moves, a.at)
         else:
             with tempfile.TemporaryDirectory() as d:
                 B.empty_notebook(Path(d) / "bench.ipynb")
                 with B.jupyter_lab(Path(d)) as url:
                     res = measure(page, f"{url}/lab/tree/bench.ipynb?token={B.TOKEN}&reset",
-                                  "bench.ipynb", a.moves)
+                                  "bench.ipynb", a.moves, a.at)
         browser.close()
     where = "JupyterLite" if a.lite else "JupyterLab"
     for (how, _, _), r in zip(B.BENCH_MODES, res):
@@ -72,6 +80,7 @@ def main() -> None:
             print(f"{where} {name} ({how}): {len(xs)} moves, p50 {B.percentile(xs, 0.5):.1f} "
                   f"ms, p95 {B.percentile(xs, 0.95):.1f} ms, max {max(xs):.1f} ms")
     xs = res[-1]["timeline"]            # the goal: first visits, no cache, prefetch on
+    print(f"timeline canvas at {','.join(map(str, a.at))}, V moved")
     print(f"browser redraw p50 {B.percentile(xs, 0.5):.0f} ms p95 {B.percentile(xs, 0.95):.0f} ms")
 
 

@@ -1,8 +1,11 @@
 """Median time to generate + simulate every schedule at a slider-sized and a cluster-sized
-configuration, and to also draw the slider-sized one (the live canvas's redraw path).
+configuration, and to also draw the slider-sized one (the live canvas's redraw path); then
+the fast executor against the reference one (``simulate(..., executor=...)``) at the sizes
+of issue 21, in the same run.
 
 Goals: ≤ 50 ms median for the P=8 redraw path; time per action roughly constant between the
-two sizes (linear growth). Prints medians and ratios; the machine is noisy, so no asserts.
+two sizes (linear growth); make + simulate ≤ 50 ms at P=64, M=256 (issue 21). Prints medians
+and ratios; the machine is noisy, so no asserts.
 """
 from __future__ import annotations
 
@@ -14,6 +17,9 @@ from pplab.registry import spec
 
 SMALL = (8, 32, 2)
 LARGE = (32, 256, 4)
+#: issue 21's cases: (schedule, P, M, V)
+AT_SCALE = (("interleaved", 32, 128, 2), ("interleaved", 64, 256, 2), ("zbv", 64, 256, 2),
+            ("dualpipev", 64, 256, 2))
 
 
 def v_for(name: str, V: int) -> int:
@@ -46,7 +52,26 @@ def planner_time() -> None:
           "over 3 runs")
 
 
+def executors_at_scale(repeats: int = 5) -> None:
+    """make + simulate with each executor, a fresh schedule each time (nothing compiled
+    ahead), and simulate alone on a kept schedule (a cost slider: the plan is reused)."""
+    print(f"\n{'make + simulate':24s} {'actions':>8s} {'make ms':>8s} {'reference ms':>13s} "
+          f"{'fast ms':>8s} {'ratio':>6s} {'goal 50':>8s} {'costs only ms':>14s}")
+    for name, P, M, V in AT_SCALE:
+        n = make_schedule(name, P, M, V).num_actions
+        make = median_ms(lambda: make_schedule(name, P, M, V), repeats)
+        ref, fast = (median_ms(lambda: simulate(make_schedule(name, P, M, V), tf=1, tb=2,
+                                                tw=1, executor=ex), repeats)
+                     for ex in ("reference", "auto"))
+        kept = make_schedule(name, P, M, V)
+        simulate(kept, tf=1, tb=2, tw=1)
+        costs_only = median_ms(lambda: simulate(kept, tf=1.5, tb=2, tw=1, comm=0.1), repeats)
+        print(f"{name + f' P={P} M={M} V={V}':24s} {n:8d} {make:8.0f} {ref:13.0f} {fast:8.0f} "
+              f"{ref / fast:6.2f} {'met' if fast <= 50 else 'missed':>8s} {costs_only:14.0f}")
+
+
 def main() -> None:
+    executors_at_scale()
     print(f"{'schedule':12s} {'P=8,M=32 ms':>12s} {'actions':>8s} {'P=32,M=256 ms':>14s} "
           f"{'actions':>8s} {'us/action small':>16s} {'us/action large':>16s} {'ratio':>6s}")
     for name in NAMES:

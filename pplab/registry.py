@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from . import closed_forms as cf
-from .ir import Schedule
+from .ir import Schedule, gc_paused
 from .schedules.classic import gpipe, naive, one_f_one_b
 from .schedules.dualpipe import dualpipe, dualpipev
 from .schedules.controllable import v_half, v_min, v_zb
@@ -191,7 +191,8 @@ def names(*, stages_per_rank: str | None = None, split_backward: bool | None = N
 def make_schedule(name: str, P: int, M: int, V: int | None = None) -> Schedule:
     """Build the named schedule; raises ValueError naming the rule broken and a valid value."""
     s = spec(name)
-    return s.generator(P, M, s.default_V if V is None else V)
+    with gc_paused():
+        return s.generator(P, M, s.default_V if V is None else V)
 
 
 def excess_closed_form(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=None,

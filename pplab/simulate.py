@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from . import simulate_fast
 from .ir import Action, Op, Schedule
 from .timeline import Event, Timeline
 
@@ -127,13 +128,37 @@ def _compile(schedule: Schedule):
     return steps, owned, missing
 
 
-def execute(schedule: Schedule, duration: Callable[[Op], float],
-            comm: float = 0.0) -> list[Event]:
+#: which executor ``execute`` and ``simulate`` use: "auto" (the fast one wherever it gives
+#: the reference's answer, else the reference), "fast" (same, named) or "reference"
+EXECUTORS = ("auto", "fast", "reference")
+
+
+def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
+            executor: str = "auto", by_class: bool = False) -> list[Event]:
     """Run every rank's list in order; return events. Raises DeadlockError if stuck.
 
     An op starts when its rank is free and all its dependencies have finished (plus
-    ``comm`` for a dependency produced on another rank). Each rank is re-tried only when
-    something it waits on finishes, so the cost is linear in the number of ops.
+    ``comm`` for a dependency produced on another rank). ``executor`` picks the
+    implementation (``EXECUTORS``); the fast one (``pplab.simulate_fast``) returns the
+    reference's events, in the same order, and hands every schedule it cannot take (errors
+    included) back to the reference. ``by_class``: ``duration`` depends only on an op's kind
+    and stages, so it may be asked once per (kind, stage).
+    """
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if executor != "reference":
+        events = simulate_fast.execute(schedule, duration, comm, by_class)
+        if events is not None:
+            return events
+    return execute_reference(schedule, duration, comm)
+
+
+def execute_reference(schedule: Schedule, duration: Callable[[Op], float],
+                      comm: float = 0.0) -> list[Event]:
+    """The reference executor, kept as the oracle the fast one is tested against.
+
+    Each rank is re-tried only when something it waits on finishes, so the cost is linear
+    in the number of ops.
     """
     steps, owned, missing = _compile(schedule)
     end_of: list[float | None] = [None] * (owned + len(missing))   # action id -> end time
@@ -209,8 +234,10 @@ def _describe_deadlock(schedule, pointer, owner, stuck) -> str:
     return "; ".join(lines) + " — deadlock"
 
 
-def simulate(schedule: Schedule, costs: Costs | None = None, **cost_kw) -> Timeline:
-    """Simulate ``schedule`` under ``costs`` (or keyword costs, e.g. ``tf=1, tb=2``)."""
+def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = "auto",
+             **cost_kw) -> Timeline:
+    """Simulate ``schedule`` under ``costs`` (or keyword costs, e.g. ``tf=1, tb=2``);
+    ``executor`` as for :func:`execute` (every choice gives the same timeline)."""
     if costs is None:
         costs = Costs(**cost_kw)
     elif cost_kw:
@@ -218,7 +245,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None, **cost_kw) -> Timel
     if costs.stage_scale is not None and len(costs.stage_scale) != schedule.num_stages:
         raise ValueError(f"stage_scale has {len(costs.stage_scale)} entries but the schedule has "
                          f"{schedule.num_stages} stages")
-    events = execute(schedule, costs.duration_fn(schedule), costs.comm)
+    events = execute(schedule, costs.duration_fn(schedule), costs.comm, executor, by_class=True)
     return Timeline(schedule.P, events, "simulated", schedule,
                     {"schedule": schedule.name, "P": schedule.P, "M": schedule.M,
                      "V": schedule.V, "costs": _costs_dict(costs)})

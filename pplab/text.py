@@ -19,9 +19,9 @@ def timeline_to_text(timeline: Timeline, width: int = 100) -> str:
     t0 = timeline.start
     cols = max(10, width)
     lines = []
-    for r in range(timeline.num_ranks):
+    for r, evs in enumerate(timeline.events_by_rank()):
         row = ["."] * cols
-        for e in timeline.rank_events(r):
+        for e in evs:
             a = int(round((e.start - t0) / span * cols))
             b = max(a + 1, int(round((e.end - t0) / span * cols)))
             ch = "X" if e.op.kind == "FB" else e.op.kind

@@ -317,7 +317,9 @@ def append_and_run(page, panel, code: str):
 #: shown), ``{prefetch}`` whether a step's neighbours are rendered while the kernel idles
 BENCH_SETUP = "c.cache.size = {cache}; c.cache.entries.clear(); c.prefetcher.enabled = {prefetch}; c"
 BENCH_TIMELINE = ("from pplab.canvases.timeline import timeline_canvas\n"
-                  "c = timeline_canvas('interleaved', 8, 32, 2)\n" + BENCH_SETUP)
+                  "c = timeline_canvas({at})\n" + BENCH_SETUP)
+#: the timeline canvas's setting while its V slider moves (bench_browser.py --at changes it)
+BENCH_AT = ("interleaved", 8, 32, 2)
 BENCH_MEMORY = ("from pplab.canvases.memory import memory_canvas\n"
                 "c = memory_canvas(pp=8, schedule='1f1b', M=16, controls=('M', 'mbs'))\n"
                 + BENCH_SETUP)
@@ -327,15 +329,17 @@ BENCH_MODES = (("revisits cached", 32, True),
                ("every move a first visit, its neighbours rendered while idle", 0, True))
 
 
-def bench_canvases(page, panel, moves: int = 30, cache: int = 0, prefetch: bool = True) -> dict:
-    """Redraw latencies (ms) of the timeline canvas at P=8, M=32, V=2 interleaved (V moved)
+def bench_canvases(page, panel, moves: int = 30, cache: int = 0, prefetch: bool = True,
+                   at=BENCH_AT) -> dict:
+    """Redraw latencies (ms) of the timeline canvas at ``at`` (schedule, P, M, V; V moved)
     and of the memory bars (M moved), in the open notebook. ``cache=0``: no picture is
     kept once shown (the slider goes back and forth, so a kept one would serve every
     revisit); ``prefetch``: the canvas renders a step's neighbours while it waits."""
     out = {}
     for name, code, label in (("memory bars", BENCH_MEMORY, "M"),
                               ("timeline", BENCH_TIMELINE, "V")):
-        cell = append_and_run(page, panel, code.format(cache=cache, prefetch=prefetch))
+        cell = append_and_run(page, panel, code.format(cache=cache, prefetch=prefetch,
+                                                       at=", ".join(map(repr, at))))
         cell.locator("canvas.pplab-scene").wait_for(timeout=120_000)
         root = canvas_roots(cell)[0]
         root.scroll_into_view_if_needed()

@@ -19,6 +19,19 @@ from pplab.registry import make_schedule  # noqa: E402
 Ps = range(W.P_RANGE[0], W.P_RANGE[1] + 1)
 Ms = range(W.M_RANGE[0], W.M_RANGE[1] + 1)
 Vs = range(W.V_RANGE[0], W.V_RANGE[1] + 1)
+# Every value up to P=8, M=32 (where the lessons sit), then a spread out to the far end of the
+# sliders (P=64, M=256): a full grid there would be 65 536 settings per schedule.
+NEAR_Ps, NEAR_Ms = range(1, 9), range(1, 33)
+FAR_Ps = (9, 16, 31, 32, 33, 63, 64)
+FAR = sorted({(P, M) for P in FAR_Ps for M in (1, P - 1, P, 2 * P, 128, 255, 256)}
+             | {(P, 256) for P in NEAR_Ps})
+SPREAD_Ps = tuple(NEAR_Ps) + FAR_Ps
+
+
+def _kept(P, M):
+    """The spread's settings that stay cheap (a timeline of up to about 8k ops), and the far
+    corner itself."""
+    return P * M <= 2048 or (P, M) == (W.P_RANGE[1], W.M_RANGE[1])
 
 
 def _valid(name, P, M, V):
@@ -33,7 +46,10 @@ def _valid(name, P, M, V):
 @pytest.mark.parametrize("name", W.SCHEDULES)
 def test_render_every_P_M_V_never_raises(name):
     ok = bad = 0
-    for P, M, V in itertools.product(Ps, Ms, Vs):
+    grid = itertools.product(NEAR_Ps, NEAR_Ms, Vs)
+    spread = [(P, M, V) for P, M in FAR for V in Vs if _kept(P, M)]
+    spread.append((W.P_RANGE[1] - 1, W.M_RANGE[1] - 1, default_V(name)))
+    for P, M, V in itertools.chain(grid, spread):
         fig, msg = T.render(name, P, M, V, draw=False)
         assert fig is None and isinstance(msg, str) and msg
         if _valid(name, P, M, V):
@@ -55,8 +71,8 @@ def test_render_draws_across_the_range(name):
     """Figures for every P and V at a spread of M (drawing is the slow part; the full grid
     of inputs is covered above), rasterised to catch errors that only show at draw time."""
     drawn = 0
-    for P, V in itertools.product(Ps, Vs):
-        for M in sorted({1, P, 2 * P + 1, W.M_RANGE[1]} & set(Ms)):
+    for P, V in itertools.product(NEAR_Ps, Vs):
+        for M in sorted({1, P, 2 * P + 1, NEAR_Ms[-1]} & set(Ms)):
             fig, msg = T.render(name, P, M, V)
             if fig is None:
                 assert not _valid(name, P, M, V), msg
@@ -65,6 +81,36 @@ def test_render_draws_across_the_range(name):
                 assert figure_png(fig, dpi=30)[:4] == b"\x89PNG"
             drawn += 1
     assert drawn > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", W.SCHEDULES)
+def test_the_far_end_of_the_sliders_draws_every_op(name):
+    """P=64, M=256: the scene the canvas shows has a box per op on 64 rows (and the in-flight
+    panel one line per rank); one matplotlib export there too."""
+    P, M = W.P_RANGE[1], W.M_RANGE[1]
+    V = default_V(name)
+    sc, msg = T.render(name, P, M, V, draw="scene", inflight=True)
+    if not _valid(name, P, M, V):
+        assert sc is None and msg.startswith(f"{name} with P={P}"), msg
+        return
+    timeline, inflight = sc["panels"]
+    assert timeline["ranks"] == P and len(inflight["series"]) == P
+    sched = make_schedule(name, P, M, V)
+    assert len(timeline["boxes"]) == sum(len(ops) for ops in sched.ranks)
+    assert {b[0] for b in timeline["boxes"]} == set(range(P)), msg
+    if name == "1f1b":
+        fig, _ = T.render(name, P, M, V)
+        assert figure_png(fig, dpi=30)[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_timeline_sliders_reach_64_ranks_and_256_microbatches():
+    c = T.timeline_canvas("interleaved", P=8, M=32, V=2)
+    assert (c.controls["P"].max, c.controls["M"].max) == (64, 256)
+    c.controls["P"].value = 64
+    c.controls["M"].value = 256
+    assert c.last_message.startswith("makespan ") and c.errors == []
 
 
 @pytest.mark.slow
@@ -100,8 +146,10 @@ def test_compare_every_pair_and_range():
         assert len(msg.splitlines()) == 2
         assert (fig is not None) == (a == "1f1b")
     for a in W.SCHEDULES:           # inputs are the same as render()'s, swept in full above
-        for P in Ps:
+        for P in SPREAD_Ps:
           for M in sorted({1, max(P - 1, 1), P, W.M_RANGE[1]}):
+            if not _kept(P, M):
+                continue
             fig, msg = T.render_compare((a, "1f1b"), P, M, draw=False)
             assert len(msg.splitlines()) == 2 and msg.splitlines()[1].startswith("1f1b: makespan")
     fig, msg = T.render_compare(("gpipe", "1f1b"), 4, 8)
@@ -130,7 +178,7 @@ def test_widgets_build_and_react_without_a_kernel():
     bc = T.bubble_curve_canvas()
     for s in bc.controls["schedule"].options:
         bc.controls["schedule"].value = s
-        for P in Ps:
+        for P in SPREAD_Ps:
             bc.controls["P"].value = P
     assert bc.errors == []
     assert W.CANVASES[-3:] == [c, cmp_, bc]

@@ -21,9 +21,11 @@ from ..registry import make_schedule, names
 from ..simulate import Costs, simulate
 from ..text import metrics_line
 
-#: slider ranges shared by the canvases and the tests that sweep them
-P_RANGE = (1, 8)
-M_RANGE = (1, 32)
+#: slider ranges shared by the canvases and the tests that sweep them: up to a 64-rank
+#: pipeline with 256 microbatches (the fast executor, pplab/simulate_fast.py, makes that
+#: usable; docs/DESIGN.md has the redraw times at the far end)
+P_RANGE = (1, 64)
+M_RANGE = (1, 256)
 V_RANGE = (1, 4)
 SCHEDULES = names(canvas="timeline")
 

@@ -7,12 +7,15 @@ from ..lower import p2p_messages
 from ..registry import make_schedule, names
 from ..scene import line, lines_panel, scene, timeline_panel
 from ..timeline import peak_inflight
-from .base import (M_RANGE, P_RANGE, V_RANGE, Canvas, build_canvas, simulate_or_message, summary,
+from .base import (V_RANGE, Canvas, build_canvas, simulate_or_message, summary,
                    timeline_over_panel)
 
 # ---- lesson 05: interleaving, communication, and when V stops paying -------------------------
 INTERLEAVED_SCHEDULES = names(canvas="interleaved")     # every schedule with a free V
 COMM_RANGE = (0.0, 1.0, 0.125)           # per-hop latency slider: min, max, step
+#: smaller than the timeline canvases' P and M: every move also simulates the V curve (five
+#: schedules, up to V=6), six times a timeline canvas's work
+IL_P_RANGE, IL_M_RANGE = (1, 8), (1, 32)
 CURVE_V = (1, 2, 3, 4, 6)                # V values on the makespan-vs-V curve
 
 
@@ -96,7 +99,7 @@ def interleaved_canvas(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
     lo, hi, st = COMM_RANGE
     controls = {"schedule": w.Dropdown(options=list(INTERLEAVED_SCHEDULES), value=schedule,
                                        description="schedule", layout=w.Layout(width="230px")),
-                "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE),
+                "P": slider("P", P, IL_P_RANGE), "M": slider("M", M, IL_M_RANGE),
                 "V": slider("V", V, V_RANGE),
                 "comm": w.FloatSlider(value=comm, min=lo, max=hi, step=st, description="comm",
                                       continuous_update=False, layout=w.Layout(width="260px"))}

@@ -172,8 +172,7 @@ def draw_inflight(timeline_or_schedule, ax=None, title: str | None = None) -> Fi
         name = _title_line(obj)
         t0 = obj.start
         series = []
-        for r in range(P):
-            evs = obj.rank_events(r)
+        for evs in obj.events_by_rank():
             lv = levels(e.op for e in evs)
             xs = [0.0] + [e.end - t0 for e in evs]
             series.append((xs, [0] + lv))

@@ -9,6 +9,8 @@ and the widget needs no matplotlib (it runs in JupyterLite too).
 """
 from __future__ import annotations
 
+from operator import itemgetter
+
 from ..ir import KIND_NAMES
 from ..text import metrics_line
 
@@ -57,11 +59,17 @@ def timeline_boxes(tl) -> list[list]:
     sorted by rank then start."""
     t0 = tl.start
     out = []
-    for e in tl.events:
-        op = e.op
-        label = str(op.microbatch) if op.kind != "FB" else op_label(op)
-        out.append([e.rank, e.start - t0, e.end - t0, label, op.kind])
-    out.sort(key=lambda b: (b[0], b[1], b[2]))
+    numbers: dict[int, str] = {}                 # str() once per microbatch, not once per box
+    for rank, op, start, end in tl.events:
+        kind = op.kind
+        if kind == "FB":
+            label = op_label(op)
+        else:
+            label = numbers.get(op.microbatch)
+            if label is None:
+                label = numbers[op.microbatch] = str(op.microbatch)
+        out.append([rank, start - t0, end - t0, label, kind])
+    out.sort(key=itemgetter(0, 1, 2))
     return out
 
 
@@ -132,8 +140,7 @@ def levels(ops) -> list[int]:
 def inflight_panel(tl) -> dict:
     """Activations held per rank over time (step lines); the legend gives each rank's peak."""
     t0, series = tl.start, []
-    for r in range(tl.num_ranks):
-        evs = tl.rank_events(r)
+    for r, evs in enumerate(tl.events_by_rank()):
         lv = levels(e.op for e in evs)
         pts = [(0.0, 0)] + [(e.end - t0, n) for e, n in zip(evs, lv)]
         series.append(line(f"rank {r} (peak {max(lv, default=0)})", PALETTE[r % len(PALETTE)],

@@ -45,6 +45,9 @@ def zb_h1(P: int, M: int, V: int = 1) -> Schedule:
     return build("zb-h1", P, M, range(P), ranks)
 
 
+_MAKE = {"F": F, "I": I, "W": W}
+
+
 def zbv(P: int, M: int, V: int = 2) -> Schedule:
     """ZB-V: two chunks per rank in a V (rank r holds stages r and 2P−1−r), B split in I, W.
 
@@ -63,14 +66,13 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
     ranks = []
     for r in range(P):
         down, up = r, 2 * P - 1 - r        # chunk on the way down, chunk on the way up
-        count = {"F0": 0, "F1": 0, "I0": 0, "I1": 0, "W0": 0, "W1": 0}
+        count = {"F": [0, 0], "I": [0, 0], "W": [0, 0]}     # next microbatch per kind, chunk
         ops: list[Op] = []
 
-        def emit(kind: str, chunk: int) -> None:
-            key = f"{kind}{chunk}"
-            stage = down if chunk == 0 else up
-            ops.append({"F": F, "I": I, "W": W}[kind](stage, count[key]))
-            count[key] += 1
+        def emit(kind: str, chunk: int, stages=(down, up)) -> None:
+            c = count[kind]
+            ops.append(_MAKE[kind](stages[chunk], c[chunk]))
+            c[chunk] += 1
 
         for _ in range(2 * (P - r) - 1):            # fill the way down
             emit("F", 0)
@@ -79,8 +81,9 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
             emit("F", 0)
         for _ in range(P - r):                       # first backwards, W at once
             emit("F", 1); emit("I", 1); emit("W", 1)
-        while count["F0"] < n or count["F1"] < count["F0"]:   # steady state
-            if count["F0"] < n:
+        f = count["F"]
+        while f[0] < n or f[1] < f[0]:                 # steady state
+            if f[0] < n:
                 emit("F", 0)
             emit("I", 0); emit("W", 0)
             emit("F", 1); emit("I", 1); emit("W", 1)
@@ -88,11 +91,11 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
             emit("I", 0); emit("I", 1)
         for _ in range(P - r):
             emit("I", 0); emit("W", 0)
-        while count["W1"] < count["I1"]:
+        while count["W"][1] < count["I"][1]:
             emit("W", 1)
-        while count["W0"] < count["I0"]:
+        while count["W"][0] < count["I"][0]:
             emit("W", 0)
-        ranks.append([op for op in ops if op.microbatch < M])
+        ranks.append(ops if n == M else [op for op in ops if op.microbatch < M])
     return build("zbv", P, M, v_placement(P), ranks, V=2)
 
 

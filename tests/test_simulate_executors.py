@@ -1,0 +1,140 @@
+"""The fast executor (pplab/simulate_fast.py) against the reference, event for event.
+
+Property tests over random valid schedules from every generator and random costs (comm,
+fixed overhead, per-stage scales, a separate F&B cost), plus shuffled rank lists that
+deadlock, lose an input or run an action twice: either both executors give the same events
+in the same order, or both raise the same error.
+"""
+from __future__ import annotations
+
+import random
+import sys
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from pplab import simulate_fast
+from pplab.ir import Action, Schedule
+from pplab.registry import NAMES, make_schedule
+from pplab.simulate import Costs, execute, execute_reference, simulate
+
+SETTINGS = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+times = st.floats(min_value=0.0, max_value=4.0, allow_nan=False).map(lambda x: round(x, 3))
+
+
+@st.composite
+def schedules(draw):
+    name = draw(st.sampled_from(NAMES))
+    P, M = draw(st.integers(1, 6)), draw(st.integers(1, 14))
+    V = draw(st.sampled_from([None, 1, 2, 3]))
+    try:
+        return make_schedule(name, P, M, V)
+    except ValueError:
+        assume(False)
+
+
+@st.composite
+def costs_for(draw, sched: Schedule):
+    tf, tb = draw(times), draw(times)
+    tw = draw(st.floats(0.0, 1.0)) * tb
+    tfb = draw(st.one_of(st.none(), times))
+    scale = draw(st.one_of(st.none(), st.lists(st.floats(0.25, 3.0), min_size=sched.num_stages,
+                                                max_size=sched.num_stages)))
+    return Costs(tf, tb, tw, tfb, comm=draw(times), fixed=draw(times) / 4, stage_scale=scale)
+
+
+def figures(tl):
+    return (tl.makespan, tl.bubble_fraction, tl.bubble_ratio, tl.bubble_rate_span, tl.busy,
+            tl.peak_inflight, tl.spans)
+
+
+def outcome(fn):
+    """The events, or the error's type and words."""
+    try:
+        return fn()
+    except ValueError as e:
+        return type(e).__name__, str(e)
+
+
+@SETTINGS
+@given(st.data())
+def test_every_generator_any_costs_same_events_and_figures(data):
+    sched = data.draw(schedules())
+    costs = data.draw(costs_for(sched))
+    assert simulate_fast.plan(sched) is not None          # generated schedules take the fast path
+    fast = simulate(sched, costs, executor="fast")
+    ref = simulate(sched, costs, executor="reference")
+    assert [(e.rank, str(e.op), e.start, e.end) for e in fast.events] == \
+        [(e.rank, str(e.op), e.start, e.end) for e in ref.events]
+    assert fast.events == ref.events
+    assert figures(fast) == figures(ref)
+    assert fast.to_dict() == ref.to_dict()
+
+
+@SETTINGS
+@given(st.data())
+def test_shuffled_rank_lists_give_the_same_events_or_the_same_error(data):
+    """Moved ops may deadlock, drop an input or repeat an action: the fast path hands those
+    to the reference, so the answer (events or words) is always the reference's."""
+    sched = data.draw(schedules())
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    ranks = [list(ops) for ops in sched.ranks]
+    for _ in range(data.draw(st.integers(1, 3))):
+        row = rng.choice([r for r in ranks if r] or [[]])
+        if len(row) > 1:
+            i, j = rng.randrange(len(row)), rng.randrange(len(row))
+            what = rng.random()
+            if what < 0.6:
+                row[i], row[j] = row[j], row[i]
+            elif what < 0.8:
+                del row[i]
+            else:
+                row.insert(j, row[i])
+    broken = Schedule(sched.name, sched.P, sched.M, sched.stage_to_rank,
+                      tuple(map(tuple, ranks)), sched.V, sched.copies)
+    costs = data.draw(costs_for(broken))
+    fast = outcome(lambda: simulate(broken, costs, executor="fast").events)
+    ref = outcome(lambda: simulate(broken, costs, executor="reference").events)
+    assert fast == ref
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unit_costs_and_any_duration_function(name):
+    """The validator's and the lowering's call: ``execute`` with a plain function of the op."""
+    sched = make_schedule(name, 4, 8)
+    weird = lambda op: 1.0 + 0.1 * (hash(str(op)) % 7)              # noqa: E731
+    for fn in (lambda op: 1.0, weird):
+        assert execute(sched, fn, 0.5) == execute_reference(sched, fn, 0.5)
+
+
+def test_auto_takes_the_fast_path(monkeypatch):
+    sched = make_schedule("zbv", 4, 8)
+    expected = simulate(sched, tf=1, tb=2, tw=1).events
+    sim = sys.modules["pplab.simulate"]          # ``pplab.simulate`` is also the function
+
+    def refuse(*a, **k):
+        raise AssertionError("the reference ran")
+    monkeypatch.setattr(sim, "execute_reference", refuse)
+    assert simulate(sched, tf=1, tb=2, tw=1).events == expected
+
+
+def test_errors_are_the_reference_words():
+    f1 = Action(1, "F", 0)
+    missing = Schedule("broken", 2, 1, (0, 1), ((), (f1, Action(1, "B", 0))))
+    with pytest.raises(ValueError, match="which no rank runs"):
+        simulate(missing, executor="fast")
+    dead = Schedule.from_text(["0F0 0B0", "1B0 1F0"])
+    with pytest.raises(ValueError, match="deadlock"):
+        simulate(dead, executor="fast")
+    with pytest.raises(ValueError, match="executor must be one of"):
+        simulate(dead, executor="quick")
+
+
+def test_the_plan_is_kept_with_the_schedule():
+    sched = make_schedule("interleaved", 4, 8, 2)
+    assert simulate_fast.plan(sched) is simulate_fast.plan(sched)
+    a = simulate(sched, tf=1, tb=2).events
+    b = simulate(sched, tf=2, tb=3, comm=0.5).events
+    assert a != b and b == simulate(sched, tf=2, tb=3, comm=0.5, executor="reference").events
