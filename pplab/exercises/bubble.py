@@ -40,7 +40,7 @@ def _close(a, b) -> bool:
                                                         abs_tol=1e-12)
 
 
-@derive_without("simulate.*", "timeline.*")
+@derive_without("simulate.*", "simulate_fast.*", "timeline.*")
 def check_bubble_formulas(bubble_of_total: Callable[[int, int], float],
                           bubble_of_ideal: Callable[[int, int], float], cases=CASES) -> bool:
     """Both of the student's formulas must match the simulated GPipe and 1F1B bubble.

@@ -13,6 +13,8 @@ import fnmatch
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -40,10 +42,20 @@ def cut(source: str, module: str, names: list[str]) -> tuple[str, list[str]]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                 fnmatch.fnmatchcase(node.name, n) for n in names):
-            node.body = _stub_body(f"pplab.{module}.{node.name}")
-            node.decorator_list = []
+            if node.name not in _called_at_import(tree):
+                node.body = _stub_body(f"pplab.{module}.{node.name}")
+                node.decorator_list = []
             done.append(node.name)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n", done
+
+
+def _called_at_import(tree: ast.Module) -> set[str]:
+    """Names the module calls while it is imported (e.g. a factory making constructors):
+    cutting those would break the import, and they compute no answer."""
+    defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {call.func.id for stmt in tree.body if not isinstance(stmt, defs)
+            for call in ast.walk(stmt)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)}
 
 
 def resolve(pattern: str) -> list[tuple[str, str]]:
@@ -59,7 +71,7 @@ def resolve(pattern: str) -> list[tuple[str, str]]:
     out = []
     for name, fn in vars(module).items():
         if (isinstance(fn, types.FunctionType) and fnmatch.fnmatchcase(name, attr)
-                and fn.__module__.startswith("pplab.")):
+                and fn.__module__.startswith("pplab.") and "<locals>" not in fn.__qualname__):
             out.append((fn.__module__[len("pplab."):], fn.__name__))
     return out
 
@@ -92,7 +104,20 @@ def build(patterns, dest: Path) -> Path:
         if missing:
             raise ValueError(f"pplab.{module}.{missing[0]} is not a top-level def there")
         path.write_text(text)
+    _check_imports(dest, sorted(_by_module(patterns)))
     return dest
+
+
+def _check_imports(dest: Path, modules: list[str]) -> None:
+    """The edition must import: a cut that breaks an import would fail every student."""
+    code = "import importlib, pplab\n" + "".join(
+        f"importlib.import_module('pplab.{m}')\n" for m in modules)
+    env = dict(os.environ, PYTHONPATH=str(dest))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=env, cwd=dest, timeout=300)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["?"])[-1]
+        raise ValueError(f"the student edition does not import: {last}")
 
 
 def cached(patterns, cache: Path) -> Path:
