@@ -1,26 +1,48 @@
-"""Test tiers. ``make test-fast`` runs ``pytest -m "not slow"`` (pure core and drawing, for
-the edit loop); ``make test`` runs everything, as CI does.
+"""Test tiers, given by folder. ``make test-fast`` runs ``pytest -m "not slow"`` (the pure
+core, drawing and canvases, for the edit loop); ``make test`` runs everything, as CI does.
 
-Whole files are tiered by what they start, so a new test in them is tiered without anyone
-remembering to: real torchrun jobs, executed notebooks, a browser. Single slow tests in
-other files (full-range sweeps) carry ``@pytest.mark.slow`` themselves.
+| folder | what | markers every test there gets |
+|---|---|---|
+| core/ | IR, generators, registry, simulator, memory model, planner, search, CLI | — |
+| draw/ | matplotlib figures and scene panels | — |
+| canvases/ | the widgets, rendered headless | — |
+| runtime/ | real torch.distributed processes (torchrun, gloo) | torchrun, slow |
+| cluster/ | hosts in network namespaces and a real Slurm | cluster |
+| grading/ | graders, the release, sandboxed class grading | grading |
+| browser/ | JupyterLab and JupyterLite in a real Chromium | browser, slow |
+| notebooks/ | lessons: their text, questions and executed cells | notebook |
+
+A test elsewhere that starts torchrun or executes notebooks is named below, so that
+``-m "not torchrun"`` means what it says; single slow tests carry ``@pytest.mark.slow``.
+Shared helpers (a browser driver, network namespaces, the Slurm cluster, answer keys for
+tests) live in ``helpers/``, on the import path of every test.
 """
+import sys
+from pathlib import Path
+
 import pytest
 
-# file-name prefix -> the marker its tests get (each of these is also slow)
-FILE_TIERS = {
-    "test_runtime": "torchrun",
-    "test_lessons_runs": "torchrun",
-    "test_run_widgets": "torchrun",
-    "test_exercises_pipeline": "torchrun",
-    "test_memory_measured": "torchrun",
-    "test_notebooks": "notebook",
-    "test_exercises.py": "notebook",
-    "test_browser": "browser",
-    "test_cluster_hosts": "torchrun",     # two hosts in network namespaces run pplab run
-    "test_cluster_slurm": "torchrun",     # srun pplab run on a real Slurm
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
+
+FOLDER_MARKERS = {
+    "core": (), "draw": (), "canvases": (),
+    "runtime": ("torchrun", "slow"),
+    "cluster": ("cluster",),
+    "grading": ("grading",),
+    "browser": ("browser", "slow"),
+    "notebooks": ("notebook",),
 }
-#: single tests in other files that start torchrun, directly or through what they grade
+#: files outside runtime/ whose every test starts torchrun or executes notebooks (all slow)
+FILE_MARKERS = {
+    "test_run_widgets.py": ("torchrun", "slow"),
+    "test_lessons_runs.py": ("torchrun", "slow"),
+    "test_exercises_pipeline.py": ("torchrun", "slow"),
+    "test_cluster_hosts.py": ("torchrun", "slow"),     # two hosts run pplab run
+    "test_cluster_slurm.py": ("torchrun", "slow"),     # srun pplab run on a real Slurm
+    "test_notebooks.py": ("slow",),
+    "test_exercises.py": ("notebook", "slow"),
+}
+#: single tests elsewhere that start torchrun, directly or through what they grade
 TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
                   "test_grading.py::test_pplab_grade_runs_the_instructor_workflow")
 
@@ -28,18 +50,22 @@ TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
 def pytest_configure(config):
     for name, text in (("slow", "takes more than a few seconds; left out by make test-fast"),
                        ("torchrun", "launches real torch.distributed processes"),
-                       ("notebook", "executes notebooks"),
-                       ("browser", "drives JupyterLab in a real Chromium")):
+                       ("notebook", "reads or executes the lessons"),
+                       ("browser", "drives JupyterLab in a real Chromium"),
+                       ("cluster", "hosts in network namespaces, Slurm"),
+                       ("grading", "graders and class grading")):
         config.addinivalue_line("markers", f"{name}: {text}")
 
 
 def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
     for item in items:
-        filename = item.path.name
-        for prefix, marker in FILE_TIERS.items():
-            if filename.startswith(prefix):
-                item.add_marker(getattr(pytest.mark, marker))
-                item.add_marker(pytest.mark.slow)
+        try:
+            folder = item.path.relative_to(here).parts[0]
+        except ValueError:
+            folder = ""
+        marks = FOLDER_MARKERS.get(folder, ()) + FILE_MARKERS.get(item.path.name, ())
         if item.nodeid.split("/")[-1].startswith(TORCHRUN_TESTS):
-            item.add_marker(pytest.mark.torchrun)
-            item.add_marker(pytest.mark.slow)
+            marks += ("torchrun", "slow")
+        for name in dict.fromkeys(marks):
+            item.add_marker(getattr(pytest.mark, name))

@@ -12,7 +12,7 @@ from pplab.canvases import zero_bubble as ZB
 from pplab.comm_order import p2p_messages
 from pplab.registry import make_schedule
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS = [ROOT / "notebooks" / "05_interleaved.ipynb",
            ROOT / "notebooks" / "06_zero_bubble_and_dualpipe.ipynb"]
 

@@ -17,10 +17,9 @@ from pplab.exercises.bubble import CASES
 from pplab.exercises.hidden import draw_cases, grade
 from pplab.exercises.puzzles import PUZZLES, builtin_scores, check_puzzle
 
-sys.path.insert(0, str(Path(__file__).parent))
 from puzzle_answers import ANSWERS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[2]
 from test_notebooks import SWEEP, _execute  # noqa: E402
 
 NO_LAUNCH = r'''

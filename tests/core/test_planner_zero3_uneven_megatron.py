@@ -142,7 +142,7 @@ def test_megatron_table1_rows_are_feasible_and_docs_ranks_are_computed():
     """Every paper layout fits; the ranks and first choices in docs/memory.md are what the
     planner computes now (recomputed here, row by row)."""
     from pplab.memory.megatron_table1 import TABLE1, reproduce
-    doc = (Path(__file__).parents[1] / "docs" / "memory.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "memory.md").read_text()
     for row in TABLE1:
         d = reproduce(row)
         assert d["feasible"], d

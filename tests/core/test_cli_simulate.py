@@ -83,5 +83,5 @@ def test_cost_flags_are_declared_once():
     """Each subcommand takes its cost flags from pplab.cli.COST_FLAGS, never its own."""
     import pathlib
     import re
-    for path in pathlib.Path(__file__).resolve().parents[1].glob("pplab/cli/*.py"):
+    for path in pathlib.Path(__file__).resolve().parents[2].glob("pplab/cli/*.py"):
         assert not re.search(r'add_argument\("--(tf|tb|tw|tfb|fixed)"', path.read_text()), path

@@ -9,7 +9,7 @@ import pytest
 from pplab.exercises import (check_bubble_formulas, check_inflight,
                              check_one_f_one_b_rank, check_text_schedule)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

@@ -17,7 +17,8 @@ from slurm_cluster import NODES, SlurmCluster
 
 pytestmark = pytest.mark.slow
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+HELPERS = os.path.join(os.path.dirname(HERE), "helpers")
 HOSTS = [(0, 0, "10.77.0.1"), (1, 0, "10.77.0.1"), (2, 1, "10.77.0.2"), (3, 1, "10.77.0.2")]
 
 
@@ -131,7 +132,7 @@ def test_example_batch_script_runs_with_sbatch(slurm, env):
 
 def _driver(slurm, env, case: str, timeout: float = 300) -> dict:
     folder = os.path.join(slurm.dir, "jobs", case)
-    r = slurm.run([sys.executable, os.path.join(HERE, "cluster_submit_driver.py"), case, folder],
+    r = slurm.run([sys.executable, os.path.join(HELPERS, "cluster_submit_driver.py"), case, folder],
                   timeout=timeout, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])

@@ -8,7 +8,7 @@ from pplab.exercises import (check_layer_activations, check_layout, check_peak_1
                              check_zero_bytes)
 from pplab.memory import ParallelConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS = {
     "01_memory_wall.ipynb": (["memory_canvas("],
                              ["70,553,706,496"]),

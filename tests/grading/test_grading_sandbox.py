@@ -27,7 +27,7 @@ from pplab.exercises.hidden import TASKS
 from pplab.grading import sandbox, student_edition, verdict, wire
 from pplab.grading.execute import plan_runs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAME = "01_bubble_and_1f1b"
 SOLUTION = ROOT / "solutions" / NAME / f"{NAME}.ipynb"
 

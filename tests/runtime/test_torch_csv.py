@@ -13,7 +13,7 @@ from pplab.ir import Schedule
 from pplab.registry import NAMES, make_schedule
 from pplab.torch_format import from_csv, to_csv
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TORCH_CAN = [n for n in NAMES if n != "dualpipe"]
 
 
@@ -54,7 +54,7 @@ def test_torch_runtime_runs_pplab_csv_with_single_process_gradients(P, tmp_path)
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
            "--master-addr=127.0.0.1", f"--master-port={_free_port()}",
            f"--log-dir={tmp_path / 'logs'}",         # not a torchelastic_* folder in /tmp
-           os.path.join(ROOT, "tests", "torch_csv_worker.py"), str(tmp_path / "job.json")]
+           os.path.join(ROOT, "tests", "helpers", "torch_csv_worker.py"), str(tmp_path / "job.json")]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT, TMPDIR=str(tmp_path))
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env,
                          start_new_session=True)

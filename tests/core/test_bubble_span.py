@@ -5,7 +5,7 @@ import pytest
 
 from pplab import Costs, make_schedule, simulate
 
-ROWS = [ln.split() for ln in (Path(__file__).parent / "data" / "zero_bubble_tables.txt")
+ROWS = [ln.split() for ln in (Path(__file__).parents[1] / "data" / "zero_bubble_tables.txt")
         .read_text().splitlines() if ln.strip() and not ln.startswith("#")]
 CASES = [(row, name, float(rate)) for row in ROWS
          for name, rate in zip(("1f1b", "zb-h1", "zb-h2"), row[7:])]

@@ -10,7 +10,7 @@ from pplab.exercises.pipeline import (PARTITION_CASES, check_balanced_partition,
                                       check_send_recv_plan, reference_plan, steady_state_pairs)
 from pplab.partition import balanced_split
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAME = "04_real_pipeline/04_real_pipeline.ipynb"
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from pplab.course.bank import LESSONS, get, of_lesson
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
 ASK = re.compile(r'ask\("([^"]+)"\)')
 CANVAS = re.compile(r"\b(\w+_canvas|run_panel)\(")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pplab.canvases.labserver import SERVER_FLAG, NoDelayConnection
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class FakeHandler:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "numpy", "matplotlib", "ipywidgets", "IPython")
 
 PURE_WORK = """

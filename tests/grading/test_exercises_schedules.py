@@ -8,7 +8,7 @@ import pytest
 from pplab.exercises.schedules import (check_fixed_schedule, check_layer_placement,
                                        check_p2p_messages, check_split_backward_schedule)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 
