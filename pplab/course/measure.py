@@ -18,11 +18,13 @@ def bubble_pct(name: str, P: int, M: int, V: int | None = None, ideal: bool = Fa
 
 
 def idle_per_rank(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=None) -> float:
-    """Absolute idle time per rank, DeepSeek-V3's way: makespan − M·(tf + tb)."""
+    """Absolute idle time per rank, DeepSeek-V3's way: makespan − the idlest rank's busy time
+    (M·(tf + tb) unless overlapped pairs cost less than tf + tb)."""
+    from ..overlap import worst_idle
     kw = dict(tf=tf, tb=tb, tw=tw)
     if tfb is not None:
         kw["tfb"] = tfb
-    return timeline(name, P, M, **kw).makespan - M * (tf + tb)
+    return worst_idle(timeline(name, P, M, **kw))
 
 
 def warmup_forwards(schedule) -> list[int]:
