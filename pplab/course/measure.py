@@ -53,3 +53,15 @@ def smallest_M(P: int, target: float, ideal: bool = False, name: str = "gpipe") 
     while bubble_pct(name, P, M, ideal=ideal) / 100 >= target:
         M += 1
     return M
+
+
+def idle_split(tl) -> list[tuple[float, float, float]]:
+    """Per rank: idle before its first op, between its first and last op, and after its last
+    op (the three add up to makespan − the rank's busy time)."""
+    out = []
+    for r in range(tl.num_ranks):
+        evs = tl.rank_events(r)
+        first, last = min(e.start for e in evs), max(e.end for e in evs)
+        head, tail = first - tl.start, tl.start + tl.makespan - last
+        out.append((head, (last - first) - tl.busy[r], tail))
+    return out

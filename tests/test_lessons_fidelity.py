@@ -1,0 +1,45 @@
+"""Issue 20: the lessons' own errors, fixed with a cell that measures or derives the right
+statement; these checks keep the wrong statements from coming back."""
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
+
+
+def _nb(lesson):
+    return nbformat.read(NOTEBOOKS[lesson], as_version=4)
+
+
+def _text(lesson):
+    return "\n".join(c.source for c in _nb(lesson).cells).replace("\n", " ")
+
+
+def _outputs(lesson):
+    return "\n".join(o.get("text", "") for c in _nb(lesson).cells if c.cell_type == "code"
+                     for o in c.outputs)
+
+
+def test_gpipe_lesson_names_its_sources():
+    text = _text("03")
+    assert "AmoebaNet-B(18, 512)" in text and "AmoebaNet-D image classifier" not in text
+    assert "about a quarter" not in text and "Korthikanti et al. (2022, Table 4)" in text
+    assert "(P − 1) slots of `tb` at the end" not in text
+    out = _outputs("03")
+    assert "6.56x" in out and "AmoebaNet   measured 3.48x = 53% of that" in out
+    assert "   3               3              0           6" in out     # r·tf, (P−1−r)(tf+tb), r·tb
+
+
+def test_dualpipe_told_once_the_same_way():
+    for lesson in ("06", "13"):
+        text = _text(lesson)
+        assert "all-to-all" in text and "parametric in" in text
+        assert "no more than its longer half" not in text
+    assert "shorter than anything DeepSeek reports" not in _text("06")
+    assert "makespan 112.5, idlest rank 7.5" in _outputs("06")
+
+
+def test_no_development_history_in_lessons():
+    for lesson in NOTEBOOKS:
+        assert "An earlier version of this" not in _text(lesson), lesson
