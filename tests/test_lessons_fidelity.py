@@ -43,3 +43,13 @@ def test_dualpipe_told_once_the_same_way():
 def test_no_development_history_in_lessons():
     for lesson in NOTEBOOKS:
         assert "An earlier version of this" not in _text(lesson), lesson
+
+
+def test_fixed_cost_is_fitted_to_the_write_up():
+    from pplab.course.measure import fit_fixed_cost, fixed_cost_step
+    W, c = fit_fixed_cost(8, {1: 2920, 8: 875})
+    assert abs(fixed_cost_step(8, 1, W, c) - 2920) < 1e-6
+    assert abs(fixed_cost_step(8, 8, W, c) - 875) < 1e-6
+    assert abs(c / W * 12 - 0.2486) < 1e-3        # the old hand-picked 0.25 (of 12 units) fits
+    text = _text("04")
+    assert "fixed extra cost of 0.25" not in text and "fit_fixed_cost(P, reported)" in text

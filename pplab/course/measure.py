@@ -65,3 +65,18 @@ def idle_split(tl) -> list[tuple[float, float, float]]:
         head, tail = first - tl.start, tl.start + tl.makespan - last
         out.append((head, (last - first) - tl.busy[r], tail))
     return out
+
+
+def fit_fixed_cost(P: int, points: dict[int, float]) -> tuple[float, float]:
+    """Fit 1F1B's step time to two measured (M, step time) points with a batch of work ``W``
+    per rank split evenly over M microbatches (backward = 2 × forward) and a fixed cost ``c``
+    on every forward and backward: step(M) = (M + P − 1)·(W/M + 2c). Returns ``(W, c)``."""
+    (m1, t1), (m2, t2) = sorted(points.items())[:2]
+    a1, a2 = t1 / (m1 + P - 1), t2 / (m2 + P - 1)          # = W/M + 2c at each point
+    W = (a1 - a2) / (1 / m1 - 1 / m2)
+    return W, (a1 - W / m1) / 2
+
+
+def fixed_cost_step(P: int, M: int, W: float, c: float) -> float:
+    """The simulated 1F1B step for ``fit_fixed_cost``'s model."""
+    return timeline("1f1b", P, M, tf=W / 3 / M, tb=2 * W / 3 / M, fixed=c).makespan
