@@ -53,3 +53,15 @@ def test_fixed_cost_is_fitted_to_the_write_up():
     assert abs(c / W * 12 - 0.2486) < 1e-3        # the old hand-picked 0.25 (of 12 units) fits
     text = _text("04")
     assert "fixed extra cost of 0.25" not in text and "fit_fixed_cost(P, reported)" in text
+
+
+def test_lesson09_bubble_names_its_denominator_and_parts():
+    from pplab.memory import ParallelConfig, get_preset
+    from pplab.memory.planner import bubble_breakdown, estimate
+    m = get_preset("llama3-70b").with_(seq=4096)
+    c = ParallelConfig(tp=8, pp=4, dp=2, zero=1, sp=True, recompute="selective", microbatches=32)
+    b = bubble_breakdown(m, c)
+    assert abs(b["schedule"][0] - 3 / 35) < 1e-9 and abs(b["schedule"][1] - 3 / 32) < 1e-9
+    assert b["schedule"][0] < b["stages"][0] <= b["hops"][0] == estimate(m, c)["bubble_fraction"]
+    out = _outputs("09")
+    assert "schedule 46.7% ÷ total / 87.5% ÷ ideal" in out and "bubble 55.2%" not in out
