@@ -65,3 +65,16 @@ def test_lesson09_bubble_names_its_denominator_and_parts():
     assert b["schedule"][0] < b["stages"][0] <= b["hops"][0] == estimate(m, c)["bubble_fraction"]
     out = _outputs("09")
     assert "schedule 46.7% ÷ total / 87.5% ÷ ideal" in out and "bubble 55.2%" not in out
+
+
+def test_torch_last_stage_keeps_every_output_by_default():
+    """Lesson 11's claim about torch, checked against torch's own code."""
+    import inspect
+
+    import pytest
+    pytest.importorskip("torch.distributed.pipelining")
+    from torch.distributed.pipelining import schedules, stage
+    assert inspect.signature(schedules.Schedule1F1B.step).parameters["return_outputs"].default
+    src = inspect.getsource(stage._PipelineStageBase.forward_one_chunk)
+    assert "self.output_chunks.append(output)" in src and "save_forward_output" in src
+    assert "return_outputs=False" in _text("11")
