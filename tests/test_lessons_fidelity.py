@@ -78,3 +78,12 @@ def test_torch_last_stage_keeps_every_output_by_default():
     src = inspect.getsource(stage._PipelineStageBase.forward_one_chunk)
     assert "self.output_chunks.append(output)" in src and "save_forward_output" in src
     assert "return_outputs=False" in _text("11")
+
+
+def test_cross_references_and_docs():
+    assert "lesson 02 §4" not in _text("05") and "lesson 04 §6" in _text("05")
+    assert "min(P − r, M) microbatches   alive (lesson 02)" not in _text("07")
+    assert "alive (lesson 04)" in _text("07")
+    assert "ScheduleLoopedBFS" in _text("05") and "Llama 3 uses a tunable mix" not in _text("05")
+    course = (ROOT / "docs" / "course.md").read_text()
+    assert "| 13 | `13_schedules_for_a_memory_budget`" in course and "lessons 00–13" in course
