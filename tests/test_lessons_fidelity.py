@@ -87,3 +87,18 @@ def test_cross_references_and_docs():
     assert "ScheduleLoopedBFS" in _text("05") and "Llama 3 uses a tunable mix" not in _text("05")
     course = (ROOT / "docs" / "course.md").read_text()
     assert "| 13 | `13_schedules_for_a_memory_budget`" in course and "lessons 00–13" in course
+
+
+def test_zb_h1_pending_w_has_its_own_size():
+    from pplab import make_schedule
+    from pplab.memory.accounting import peak_split
+    from pplab.memory.activations import layer_activation_bytes, layer_w_pending_bytes
+    s, b, h, a, P = 2048, 1, 12288, 96, 8
+    MB, MW = layer_activation_bytes(s, b, h, a), layer_w_pending_bytes(s, b, h)
+    assert MW == 32 * s * b * h and MB == s * b * (34 * h + 5 * a * s)
+    peaks = peak_split(make_schedule("zb-h1", P, 32), dict.fromkeys(range(P), MB),
+                       dict.fromkeys(range(P), MW))
+    assert [(n, w) for _, n, w in peaks] == [(P - r, r) for r in range(P)]
+    assert 2.9 < peaks[-1][0] / MB < 3.0                # about 3 M_B, not P = 8
+    for lesson in ("06", "07"):
+        assert "P times as many" not in _text(lesson) and "M_W" in _text(lesson)
