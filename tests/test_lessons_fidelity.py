@@ -102,3 +102,38 @@ def test_zb_h1_pending_w_has_its_own_size():
     assert 2.9 < peaks[-1][0] / MB < 3.0                # about 3 M_B, not P = 8
     for lesson in ("06", "07"):
         assert "P times as many" not in _text(lesson) and "M_W" in _text(lesson)
+
+
+def test_fsdp2_under_torch_pipelining_gathers_m_plus_1_times():
+    from pplab.memory.fsdp_pp import fsdp_pp_collectives
+    for M in (2, 4, 8, 16):
+        for r in range(4):
+            assert fsdp_pp_collectives("1f1b", 4, M, r) == (M + 1, 1)
+            assert fsdp_pp_collectives("1f1b", 4, M, r, reshard_after_forward=False) == (1, 1)
+    assert "3MΨ, not 3Ψ (`per_microbatch` below)" in _text("07")
+    assert "2 * 8" not in _text("12") and "perform_reduce_grad" in _text("12")
+
+
+def test_torch_stage_turns_off_resharding_and_sync_until_the_last_backward():
+    import inspect
+
+    import pytest
+    pytest.importorskip("torch.distributed.pipelining")
+    from torch.distributed.pipelining import stage
+    back = inspect.getsource(stage._PipelineStageBase.backward_maybe_with_nosync)
+    assert "set_reshard_after_backward(False)" in back and "set_requires_gradient_sync(False)" in back
+    last = inspect.getsource(stage._PipelineStageBase.perform_reduce_grad)
+    assert "set_requires_gradient_sync(True)" in last
+
+
+@__import__("pytest").mark.slow
+def test_fsdp2_pp_collectives_counted_on_a_real_two_process_run():
+    import pytest
+    pytest.importorskip("torch.distributed.fsdp")
+    from pplab.memory.fsdp_pp import fsdp_pp_collectives
+    from pplab.runtime.fsdp_pp_probe import count_fsdp_pp_collectives
+    for reshard in (True, False):
+        runs = count_fsdp_pp_collectives(M=4, reshard_after_forward=reshard)
+        assert [(r["all_gathers_per_block"], r["reduce_scatters_per_block"]) for r in runs] == \
+            [fsdp_pp_collectives("1f1b", 2, 4, r["rank"], reshard) for r in runs] == \
+            [(5 if reshard else 1, 1)] * 2
