@@ -137,3 +137,8 @@ def test_fsdp2_pp_collectives_counted_on_a_real_two_process_run():
         assert [(r["all_gathers_per_block"], r["reduce_scatters_per_block"]) for r in runs] == \
             [fsdp_pp_collectives("1f1b", 2, 4, r["rank"], reshard) for r in runs] == \
             [(5 if reshard else 1, 1)] * 2
+
+
+def test_span_based_bubble_rate_is_taught_where_zero_bubble_rests_on_it():
+    assert "bubble_rate_span" in _text("06") and "eq. 3" in _text("06")
+    assert "zb-h2           27  [24.0, 24.0, 24.0, 24.0]         11.1%        0.0%" in _outputs("06")
