@@ -28,6 +28,11 @@ LEAKS = {
     "06.zbh1-memory": ["[P] * P", "(P - r, r)", "P times as many", "P − r whole"],
     "06.dualpipe-m": ["for every M", "for\nevery M", "not** shrink", "does not shrink",
                       "constant in M"],
+    "05.bubble-v2": ["(P-1)/(V*M)) < 1e-12"],
+    "05.messages": ["2·M·(P·V−1)", "2·M·(P·V − 1)", "2 * M * (P * V - 1)"],
+    "07.zero1-70b": ["4 * 70 + 12 * 70 / 64", "293.1"],
+    "08.full-cost": ["96/72", "+33%", "4 / 3"],
+    "08.selective": ["80 / 114", "80 of 114", "70%"],
 }
 
 

@@ -171,3 +171,61 @@ def _dualpipe_m() -> str:
                          f"   {(P - 1) / (2 * M):6.1%}")
             assert tl.makespan - 3 * M == (P // 2 - 1) * (3 + 2 - 3)
     return "\n".join(lines)
+
+
+@_reveals("05.bubble-v2")
+def _bubble_v2() -> str:
+    P, M = 4, 12
+    lines = [" V  makespan  idle÷ideal  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
+    for V in (1, 2, 4, 8):
+        tl = simulate(make_schedule("interleaved", P, M, V))
+        lines.append(f"{V:2d}  {tl.makespan:8g}  {tl.bubble_ratio:10.4f}  {(P - 1) / (V * M):11.4f}"
+                     f"  {tl.bubble_fraction:10.4f}  {(P - 1) / (V * M + P - 1):15.4f}")
+        assert abs(tl.bubble_ratio - (P - 1) / (V * M)) < 1e-12
+    return "\n".join(lines)
+
+
+@_reveals("05.messages")
+def _messages() -> str:
+    from ..lower import p2p_messages
+    P, M, lines = 4, 8, []
+    for V in (1, 2, 4):
+        n = p2p_messages(make_schedule("interleaved", P, M, V))
+        lines.append(f"V={V}: {n:4d} messages per step, 2·M·(P·V−1) = {2 * M * (P * V - 1)}")
+        assert n == 2 * M * (P * V - 1)
+    return "\n".join(lines)
+
+
+@_reveals("07.zero1-70b")
+def _zero1_70b() -> str:
+    from ..memory import model_states_bytes
+    psi, nd, GB = 70e9, 64, 1e9
+    claims = {1: "~230 GB", 2: "~160 GB", 3: "17.5 GB"}
+    assert abs(sum(model_states_bytes(psi, nd, 1)) / GB - (4 * 70 + 12 * 70 / 64)) < 1e-9
+    return "\n".join(f"ZeRO-{z}: {sum(model_states_bytes(psi, nd, z)) / GB:6.1f} GB   "
+                     f"(lecture: {claims[z]})" for z in (1, 2, 3))
+
+
+@_reveals("08.full-cost")
+def _full_cost() -> str:
+    L, h, s, v = 96, 12288, 2048, 51200        # GPT-3 175B; v the vocabulary
+    no_rc = 72 * s * L * h**2 * (1 + s / (6 * h) + v / (12 * L * h))
+    full_rc = 96 * s * L * h**2 * (1 + s / (6 * h) + v / (16 * L * h))
+    assert 1.32 < full_rc / no_rc < 4 / 3
+    return (f"full recomputation: ×{full_rc / no_rc:.3f} FLOPs per sample "
+            f"(Megatron-LM's 96 form over the 72 form, GPT-3 175B)")
+
+
+@_reveals("08.selective")
+def _selective() -> str:
+    from ..canvases.memory import recompute_rows
+    GB = 1e9
+    g, rows = recompute_rows("gpt3-175b", tp=8, sp="on")
+    L, h, s, v = g.layers, g.hidden, g.seq, g.vocab
+    none = rows[0][1]
+    lines = [f"{rc:9s} {byts / GB:6.3f} GB/layer  ({1 - byts / none:5.1%} less)  +{extra:5.1%} "
+             f"FLOPs (pplab count)" for rc, byts, extra in rows]
+    kor = (s / (6 * h)) / (1 + s / (6 * h) + v / (12 * L * h))
+    lines.append(f"Korthikanti's selective overhead (s/6h)/(1 + s/6h + v/12Lh) = {kor:.1%}")
+    assert abs(1 - rows[1][1] / none - 80 / 114) < 1e-9
+    return "\n".join(lines)
