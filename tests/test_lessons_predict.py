@@ -33,6 +33,12 @@ LEAKS = {
     "07.zero1-70b": ["4 * 70 + 12 * 70 / 64", "293.1"],
     "08.full-cost": ["96/72", "+33%", "4 / 3"],
     "08.selective": ["80 / 114", "80 of 114", "70%"],
+    "09.loudest-axis": ['vol["tp"] > vol["dp"]', "TP moves 300 GB"],
+    "09.dp": ["256 // (8 * 4)", "DP = 8"],
+    "09.planner-tp": [" 1. TP=4 ", "winners use TP = 4"],
+    "10.messages": ["2 * M * (P - 1)", "2·M·(P−1)"],
+    "11.slow-stage": ["33 + 8 * 0.9", "8 × 0.9"],
+    "11.slow-first": ["slow[1] < slow[0]", "first* stage costs less"],
 }
 
 

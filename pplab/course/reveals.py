@@ -229,3 +229,54 @@ def _selective() -> str:
     lines.append(f"Korthikanti's selective overhead (s/6h)/(1 + s/6h + v/12Lh) = {kor:.1%}")
     assert abs(1 - rows[1][1] / none - 80 / 114) < 1e-9
     return "\n".join(lines)
+
+
+@_reveals("09.loudest-axis", "09.dp")
+def _axes() -> str:
+    from ..memory import ParallelConfig, get_preset, memory_report
+    from ..memory.comm import Network, comm_times, comm_volumes
+    GB = 1e9
+    m = get_preset("llama3-70b").with_(seq=4096)
+    cfg = ParallelConfig(tp=8, pp=4, dp=2, zero=1, sp=True, recompute="selective", microbatches=32)
+    vol = comm_volumes(m, cfg, memory_report(m, cfg).schedule)
+    tim = comm_times(vol, cfg, Network())
+    assert vol["tp"] > vol["dp"] > vol["pp"] and 64 // (cfg.tp * cfg.pp) == cfg.dp
+    return "\n".join([f"{k.upper()}: {vol[k] / GB:8.2f} GB per GPU per step, {tim[k]:6.2f} s at "
+                      f"its bandwidth" for k in ("tp", "pp", "dp")]
+                     + [f"DP for 256 GPUs at TP = 8, PP = 4: {256 // (8 * 4)}"])
+
+
+@_reveals("09.planner-tp")
+def _planner_tp() -> str:
+    from ..canvases.memory import plan_table
+    from ..memory import get_preset
+    from ..memory.planner import plan
+    table = plan_table(plan(get_preset("llama3-70b").with_(seq=4096), 64), top=8)
+    assert " 1. TP=4 " in table
+    return table
+
+
+@_reveals("10.messages")
+def _messages_1f1b() -> str:
+    from ..lower import p2p_messages
+    lines = []
+    for P, M in [(2, 4), (4, 8), (8, 32)]:
+        sched = make_schedule("1f1b", P, M)
+        lines.append(f"1F1B P={P} M={M}: {p2p_messages(sched)} point-to-point messages per step "
+                     f"(2·M·(P−1) = {2 * M * (P - 1)})")
+        assert p2p_messages(sched) == 2 * M * (P - 1)
+    return "\n".join(lines)
+
+
+@_reveals("11.slow-stage", "11.slow-first")
+def _slow_stage() -> str:
+    sched = make_schedule("1f1b", 4, 8)
+    lines, spans = [], {}
+    for scale in ((1, 1, 1, 1), (1, 1, 1, 1.3), (1.3, 1, 1, 1)):
+        tl = simulate(sched, Costs(tf=1, tb=2, stage_scale=list(scale)))
+        spans[scale] = tl.makespan
+        lines.append(f"stage_scale {list(scale)}: makespan {tl.makespan:.4g}, bubble "
+                     f"{tl.bubble_fraction:.1%} of total")
+    assert abs(spans[(1, 1, 1, 1.3)] - (33 + 8 * 0.9)) < 1e-9
+    assert spans[(1.3, 1, 1, 1)] < spans[(1, 1, 1, 1.3)]
+    return "\n".join(lines)
