@@ -39,6 +39,8 @@ LEAKS = {
     "10.messages": ["2 * M * (P - 1)", "2·M·(P−1)"],
     "11.slow-stage": ["33 + 8 * 0.9", "8 × 0.9"],
     "11.slow-first": ["slow[1] < slow[0]", "first* stage costs less"],
+    "12.m-lt-p": ['torch_refuses("Schedule1F1B", P=4, M=2) and'],
+    "12.scale-grads": ["scale_grads=False) - 4)"],
 }
 
 

@@ -126,7 +126,8 @@ def _fastest_m() -> str:
     P, reported = 8, {1: 2920, 8: 875}          # ms per step, the write-up's R1 and R4
     W, c = fit_fixed_cost(P, reported)
     lines = [f"fitted: work per rank W = {W:.1f} ms, fixed cost per action c = {c:.2f} ms "
-             f"(c/W = {c / W:.4f})", " M   modelled ms   reported   bubble÷ideal   [no fixed cost]"]
+             f"(c/W = {c / W:.4f})",
+             " M   modelled ms   reported   bubble÷ideal   [no fixed cost]"]
     times = {}
     for M in (1, 2, 4, 8, 16, 32):
         times[M] = fixed_cost_step(P, M, W, c)
@@ -280,3 +281,31 @@ def _slow_stage() -> str:
     assert abs(spans[(1, 1, 1, 1.3)] - (33 + 8 * 0.9)) < 1e-9
     assert spans[(1.3, 1, 1, 1)] < spans[(1, 1, 1, 1.3)]
     return "\n".join(lines)
+
+
+@_reveals("12.m-lt-p")
+def _m_lt_p() -> str:
+    from ..env import browser_note, in_browser
+    if in_browser():
+        return browser_note("torch_refuses(\"Schedule1F1B\", P=4, M=2), pplab.runtime.torch_bridge")
+    from ..runtime.torch_bridge import torch_refuses
+    assert torch_refuses("Schedule1F1B", P=4, M=2)
+    assert torch_refuses("Schedule1F1B", P=4, M=4) is None
+    inflight = simulate(make_schedule("1f1b", 4, 2)).peak_inflight
+    return "\n".join([
+        f"pplab 1f1b P=4 M=2: in flight per rank {inflight}",
+        f"torch Schedule1F1B, 4 stages, M=2: {torch_refuses('Schedule1F1B', P=4, M=2)}",
+        f"torch ScheduleGPipe, 4 stages, M=2: "
+        f"{torch_refuses('ScheduleGPipe', P=4, M=2) or 'accepted'}"])
+
+
+@_reveals("12.scale-grads")
+def _scale_grads() -> str:
+    from ..env import browser_note, in_browser
+    if in_browser():
+        return browser_note("torch_pipeline_grad_ratio(M=4) from pplab.runtime.torch_bridge")
+    from ..runtime.torch_bridge import torch_pipeline_grad_ratio
+    ratios = {s: torch_pipeline_grad_ratio(M=4, scale_grads=s) for s in (True, False)}
+    assert abs(ratios[False] - 4) < 1e-4 and abs(ratios[True] - 1) < 1e-4
+    return "\n".join(f"scale_grads={s!s:5s}: |pipeline gradient| / |full-batch gradient| = "
+                     f"{r:.4f}" for s, r in ratios.items())
