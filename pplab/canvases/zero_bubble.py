@@ -1,6 +1,7 @@
 """Lesson 06: split backward, zero bubble, DualPipe."""
 from __future__ import annotations
 
+from ..overlap import check_tfb, worst_idle
 from ..registry import excess_closed_form, make_schedule, names
 from ..scene import timeline_scene
 from ..simulate import Costs, simulate
@@ -22,14 +23,16 @@ def render_zero_bubble(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, 
     try:
         sched = make_schedule(schedule, int(P), int(M))
         tl = simulate(sched, Costs(tf=float(tf), tb=float(tb), tw=float(tw), tfb=float(tfb)))
+        if schedule.startswith("dualpipe"):                # the pair model's range (overlap.py)
+            check_tfb(tf, tb, tfb)
     except ValueError as e:
         return None, f"{schedule} with P={P}, M={M}: {e}"
-    busy = M * (float(tf) + float(tb))
-    excess = tl.makespan - busy
+    excess = worst_idle(tl)                 # makespan − the idlest rank's busy time, ≥ 0
     form, note = excess_closed_form(schedule, P, M, tf, tb, tw, tfb)
     eq = peak_inflight(sched, stage_equivalents=True)
     shown = "none" if form is None else f"{form:.4g}"     # not every schedule has one
-    msg = (f"{summary(tl)}\nmakespan − M·(tf+tb) = {excess:.4g}; closed form {shown} — "
+    msg = (f"{summary(tl)}\nidlest rank's idle (makespan − its busy time) = {excess:.4g}; "
+           f"closed form {shown} — "
            f"{note}\nactivations held (stage-equivalents) {[round(x, 2) for x in eq]}; "
            f"parameter copies per rank {sched.copies}")
     pairs = any(op.kind == "FB" for ops in sched.ranks for op in ops)    # read off the order

@@ -8,7 +8,7 @@ from .questions import Option, Question, Result, grade, parse_number, parse_orde
 from .progress import Progress, default_path
 
 __all__ = ["Option", "Question", "Result", "grade", "parse_number", "parse_order", "Progress",
-           "default_path", "ask", "progress_view", "question"]
+           "default_path", "ask", "progress_view", "question", "reveal"]
 
 
 def question(qid: str) -> Question:
@@ -27,3 +27,9 @@ def progress_view(**kw):
     """The progress table across lessons (see ``widgets.progress_widget``)."""
     from .widgets import progress_widget
     return progress_widget(**kw)
+
+
+def reveal(*qids: str, **kw):
+    """Check the answer to ``qids`` and print it once they were answered (``reveals.reveal``)."""
+    from .reveals import reveal as _reveal
+    return _reveal(*qids, **kw)

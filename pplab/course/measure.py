@@ -18,11 +18,13 @@ def bubble_pct(name: str, P: int, M: int, V: int | None = None, ideal: bool = Fa
 
 
 def idle_per_rank(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=None) -> float:
-    """Absolute idle time per rank, DeepSeek-V3's way: makespan − M·(tf + tb)."""
+    """Absolute idle time per rank, DeepSeek-V3's way: makespan − the idlest rank's busy time
+    (M·(tf + tb) unless overlapped pairs cost less than tf + tb)."""
+    from ..overlap import worst_idle
     kw = dict(tf=tf, tb=tb, tw=tw)
     if tfb is not None:
         kw["tfb"] = tfb
-    return timeline(name, P, M, **kw).makespan - M * (tf + tb)
+    return worst_idle(timeline(name, P, M, **kw))
 
 
 def warmup_forwards(schedule) -> list[int]:
@@ -51,3 +53,30 @@ def smallest_M(P: int, target: float, ideal: bool = False, name: str = "gpipe") 
     while bubble_pct(name, P, M, ideal=ideal) / 100 >= target:
         M += 1
     return M
+
+
+def idle_split(tl) -> list[tuple[float, float, float]]:
+    """Per rank: idle before its first op, between its first and last op, and after its last
+    op (the three add up to makespan − the rank's busy time)."""
+    out = []
+    for r in range(tl.num_ranks):
+        evs = tl.rank_events(r)
+        first, last = min(e.start for e in evs), max(e.end for e in evs)
+        head, tail = first - tl.start, tl.start + tl.makespan - last
+        out.append((head, (last - first) - tl.busy[r], tail))
+    return out
+
+
+def fit_fixed_cost(P: int, points: dict[int, float]) -> tuple[float, float]:
+    """Fit 1F1B's step time to two measured (M, step time) points with a batch of work ``W``
+    per rank split evenly over M microbatches (backward = 2 × forward) and a fixed cost ``c``
+    on every forward and backward: step(M) = (M + P − 1)·(W/M + 2c). Returns ``(W, c)``."""
+    (m1, t1), (m2, t2) = sorted(points.items())[:2]
+    a1, a2 = t1 / (m1 + P - 1), t2 / (m2 + P - 1)          # = W/M + 2c at each point
+    W = (a1 - a2) / (1 / m1 - 1 / m2)
+    return W, (a1 - W / m1) / 2
+
+
+def fixed_cost_step(P: int, M: int, W: float, c: float) -> float:
+    """The simulated 1F1B step for ``fit_fixed_cost``'s model."""
+    return timeline("1f1b", P, M, tf=W / 3 / M, tb=2 * W / 3 / M, fixed=c).makespan

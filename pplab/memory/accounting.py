@@ -137,6 +137,63 @@ def stage_activation_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Sche
     return out
 
 
+def stage_w_pending_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
+                          stage: int, layers: range, seq: int | None = None) -> float:
+    """Bytes a microbatch keeps on ``stage`` between its ``I`` and its ``W`` (split backwards
+    only): what the weight gradients still need, well below the full activations."""
+    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    # each part never more than what the whole microbatch keeps (under full recomputation a
+    # pending W could re-run its forward from the kept input instead)
+    layer = min(act.layer_w_pending_bytes(s, b, model.hidden, t, cfg.sp, cfg.bytes_act),
+                act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
+                                           cfg.recompute, cfg.bytes_act))
+    out = len(layers) * layer
+    if schedule.is_last(stage):
+        out += min(act.last_stage_w_pending_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
+                                                  cfg.bytes_act),
+                   act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
+                                              cfg.bytes_act))
+    return out
+
+
+def split_profile(ops, full: dict[int, float], pending_w: dict[int, float]) -> list[tuple]:
+    """Per op of one rank's run order: (bytes alive, whole microbatches, pending Ws). A forward
+    leaves ``full[stage]`` alive; ``I`` shrinks it to ``pending_w[stage]`` until its ``W``; a
+    full ``B`` frees it."""
+    whole: set = set()
+    waiting: set = set()
+    level, out = 0.0, []
+    for op in ops:
+        for a in op.parts:
+            key = (a.stage, a.microbatch)
+            if a.kind == "F":
+                whole.add(key)
+                level += full[a.stage]
+            elif a.kind == "I" and key in whole:
+                whole.discard(key)
+                waiting.add(key)
+                level += pending_w[a.stage] - full[a.stage]
+            elif a.kind == "B" and key in whole:
+                whole.discard(key)
+                level -= full[a.stage]
+            elif a.kind == "W" and key in waiting:
+                waiting.discard(key)
+                level -= pending_w[a.stage]
+            out.append((level, len(whole), len(waiting)))
+    return out
+
+
+def peak_split(schedule: Schedule, full: dict[int, float] | None = None,
+               pending_w: dict[int, float] | None = None) -> list[tuple]:
+    """Per rank at its peak: (weight alive, whole microbatches, pending Ws). By default a whole
+    microbatch counts 1 and a pending W counts 0, so the counts are read at the peak of whole
+    ones; pass bytes to find the peak in bytes."""
+    full = full or {st: 1.0 for st in range(schedule.num_stages)}
+    pending_w = pending_w or {st: 0.0 for st in range(schedule.num_stages)}
+    return [max(split_profile(ops, full, pending_w), default=(0.0, 0, 0))
+            for ops in schedule.ranks]
+
+
 def peak_weighted(schedule: Schedule, weights: dict[int, float]) -> list[float]:
     """Per-rank peak of Σ weight(stage) over the (stage, microbatch) activations alive at once.
 
@@ -153,7 +210,9 @@ def memory_report(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule | No
     ranges = cfg.stage_ranges(sched, model.layers)
     act_w = {st: stage_activation_bytes(model, cfg, sched, st, ranges[st], seq)
              for st in range(sched.num_stages)}
-    act_peak = peak_weighted(sched, act_w)
+    w_w = {st: stage_w_pending_bytes(model, cfg, sched, st, ranges[st], seq)
+           for st in range(sched.num_stages)}
+    act_peak = [p[0] for p in peak_split(sched, act_w, w_w)]    # a pending W at its own size
     equiv = peak_inflight(sched, stage_equivalents=True)
     report = MemoryReport(model, cfg, sched)
     for r in range(sched.P):

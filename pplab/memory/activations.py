@@ -35,6 +35,25 @@ def layer_activation_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool 
     return sbh * per * bytes_per_value / 2
 
 
+def layer_w_pending_bytes(s: int, b: int, h: int, t: int = 1, sp: bool = False,
+                          bytes_per_value: float = 2) -> float:
+    """Bytes one layer keeps for a microbatch whose input gradient ``I`` has run but whose
+    weight gradient ``W`` has not: each linear layer's input and output gradient, 32·s·b·h
+    bytes at t = 1 (Zero Bubble's M_W, against Korthikanti's M_B = 34·s·b·h + 5·a·s²·b).
+    Under TP without SP the column-parallel inputs and row-parallel output gradients are
+    replicated (8·s·b·h) and the rest is split: 8 + 24/t; with SP all of it is split."""
+    per = 32 / t if sp else 8 + 24 / t
+    return s * b * h * per * bytes_per_value / 2
+
+
+def last_stage_w_pending_bytes(s: int, b: int, h: int, vocab: int, t: int = 1, sp: bool = False,
+                               bytes_per_value: float = 2) -> float:
+    """The output layer's pending W: its input (2·s·b·h, ÷t with SP) and the logits' gradient
+    (s·b·V/t values)."""
+    k = bytes_per_value / 2
+    return 2 * s * b * h * k / (t if sp else 1) + 2 * k * s * b * vocab / t
+
+
 def first_stage_extra_bytes(s: int, b: int, h: int, t: int = 1, sp: bool = False) -> float:
     """The embedding's dropout mask, s·b·h bytes (÷t with SP) — Korthikanti §4.3."""
     return s * b * h / (t if sp else 1)

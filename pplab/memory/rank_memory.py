@@ -18,16 +18,18 @@ def small_key(cfg):
 
 @lru_cache(maxsize=4096)
 def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
-    """Per rank, the distinct (layers alive, first-stage chunks alive, last-stage chunks alive)
-    seen along its run order. Any per-layer and per-extra byte sizes then give the peak as
-    the max of a dot product, without walking the schedule again."""
+    """Per rank, the distinct (layers alive, first-stage chunks alive, last-stage chunks alive,
+    layers with a pending W, last-stage chunks with a pending W) seen along its run order. Any
+    per-layer and per-extra byte sizes then give the peak as the max of a dot product, without
+    walking the schedule again (peaks come only after a forward: I and W only shrink)."""
     sch = cached_schedule(name, P, M, V)
     rg = stage_layers(sch, layers, first, last)
-    dst = [(len(rg[st]), int(sch.is_first(st)), int(sch.is_last(st)))
+    dst = [(len(rg[st]), int(sch.is_first(st)), int(sch.is_last(st)), 0, 0)
            for st in range(sch.num_stages)]
+    pend = [(0, 0, 0, len(rg[st]), int(sch.is_last(st))) for st in range(sch.num_stages)]
     out = []
     for ops in sch.ranks:
-        alive, cur, seen = set(), [0, 0, 0], set()
+        alive, waiting, cur, seen = set(), set(), [0] * 5, set()
         for op in ops:
             for a in op.parts:
                 key = (a.stage, a.microbatch)
@@ -36,20 +38,31 @@ def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
                     alive.add(key)
                     cur = [c + x for c, x in zip(cur, d)]
                     seen.add(tuple(cur))
-                elif a.kind in ("B", "W") and key in alive:
+                elif a.kind == "I" and key in alive:
+                    alive.discard(key)
+                    waiting.add(key)
+                    cur = [c - x + y for c, x, y in zip(cur, d, pend[a.stage])]
+                elif a.kind == "B" and key in alive:
                     alive.discard(key)
                     cur = [c - x for c, x in zip(cur, d)]
-        out.append(tuple(seen) or ((0, 0, 0),))
+                elif a.kind == "W" and key in waiting:
+                    waiting.discard(key)
+                    cur = [c - y for c, y in zip(cur, pend[a.stage])]
+        out.append(tuple(seen) or ((0,) * 5,))
     return tuple(out)
 
 
 def _activation_peaks(model, cfg, M, seq):
     from . import activations as act
     s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
-    w = (act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp, cfg.recompute,
-                                    cfg.bytes_act),
-         act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp),
-         act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act))
+    layer = act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp, cfg.recompute,
+                                       cfg.bytes_act)
+    last = act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act)
+    w = (layer, act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp), last,
+         # a pending W at its own size (accounting.stage_w_pending_bytes)
+         min(layer, act.layer_w_pending_bytes(s, b, model.hidden, t, cfg.sp, cfg.bytes_act)),
+         min(last, act.last_stage_w_pending_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
+                                                  cfg.bytes_act)))
     states = _alive_states(cfg.schedule, cfg.pp, M, cfg.virtual, model.layers, cfg.first_layers,
                            cfg.last_layers)
     return [max(sum(x * y for x, y in zip(st, w)) for st in rank) for rank in states]

@@ -80,8 +80,29 @@ def test_zero_bubble_render_every_value():
                 fig, msg = ZB.render_zero_bubble(name, 4, 8, **kw, draw=(name == "zb-h1"))
                 if kw["tw"] > kw["tb"]:
                     assert fig is None and "cannot exceed" in msg
+                elif name.startswith("dualpipe") and not (max(kw["tf"], kw["tb"]) <= kw["tfb"]
+                                                          <= kw["tf"] + kw["tb"]):
+                    assert fig is None and "choose tfb between" in msg
                 else:
                     assert "closed form" in msg, msg
+
+
+def test_dualpipe_idle_is_parametric_in_tfb_and_never_negative():
+    """Issue 20: (P/2−1)(F&B + B − 3W) holds for every F&B the pair model means, as the
+    idlest rank's idle; makespan − M·(tf+tb) went negative (P=8, M=20, tfb=2.5 gave −1)."""
+    from pplab import make_schedule, simulate
+    from pplab.overlap import ChunkCosts, worst_idle
+    for P, M in ((4, 8), (8, 20), (8, 32)):
+        for tfb in (2.0, 2.25, 2.5, 2.75, 3.0):
+            tl = simulate(make_schedule("dualpipe", P, M), tf=1, tb=2, tw=1, tfb=tfb)
+            assert worst_idle(tl) == (P // 2 - 1) * (tfb + 2 - 3) >= 0
+            assert min(tl.makespan - b for b in tl.busy) >= 0
+            _, msg = ZB.render_zero_bubble("dualpipe", P, M, 1, 2, 1, tfb, draw=False)
+            assert "= -" not in msg and "closed form" in msg
+    c = ChunkCosts(fc=1, bc=2, fa=0.5, ba=0.5, w=1)      # the all-to-all hides under compute
+    assert (c.tf, c.tb, c.tfb, c.hidden) == (1.5, 2.5, 3.0, 1.0)
+    _, msg = ZB.render_zero_bubble("dualpipe", 8, 20, 1, 2, 1, 1.0, draw=False)
+    assert "choose tfb between 2 and 3" in msg
 
 
 def test_zero_bubble_closed_forms_match_where_stated():

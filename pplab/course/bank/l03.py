@@ -32,7 +32,8 @@ QUESTIONS = (
                  Option("Nothing: it hides in the bubble", "The re-run sits on the critical "
                         "path of every backward.")),
         explain="The simulator with tb = 3 (2 + the re-run forward) instead of 2 gives a step "
-                "33% longer at large M; the GPipe paper measured about 25% on real hardware."),
+                "33% longer at large M; Korthikanti et al. measured +36–39% for full "
+                "recomputation of GPT layers (their Table 4)."),
     Question(
         "03.forget-1-over-m", "predict", "choice",
         "You accumulate gradients over M = 4 microbatches but forget to scale each loss by 1/M. "

@@ -33,16 +33,19 @@ QUESTIONS = (
                 "same bubble, less memory."),
     Question(
         "04.fastest-m", "predict", "choice",
-        "P = 8, a fixed batch of work split into M microbatches, and every action carries a "
-        "fixed extra cost of 0.25 (a model of launch overhead and small-GEMM inefficiency). "
-        "Which M gives the shortest step?",
-        options=(Option("M = 8 = P", "The Megatron write-up's rule of thumb; the bubble is "
-                        "still large at M = P."),
+        "P = 8, a fixed batch of work split into M microbatches, and every forward and "
+        "backward carries a fixed extra cost, fitted to the write-up's step times at M = 1 "
+        "and M = 8 (a model of launch overhead and small-GEMM inefficiency). Which M gives "
+        "the model's shortest step?",
+        options=(Option("M = 8 = P", "The write-up measured M = 8 fastest, but a constant "
+                        "cost per action fitted to its M = 1 and M = 8 points still favours "
+                        "M = 16: the model misses that ordering."),
                  Option("M = 16", "Past it, the fixed cost per action outweighs the smaller "
-                        "bubble.", True),
+                        "bubble (and the write-up measured M = 16 slower: a constant cost is "
+                        "not the whole story).", True),
                  Option("M = 32, the largest", "Without the fixed cost, yes.")),
-        explain="The simulator's table below sweeps M; the bubble ÷ ideal keeps falling as "
-                "(P−1)/M while the fixed costs add up."),
+        explain="The reveal fits the fixed cost to the write-up's two step times and sweeps M; "
+                "the bubble ÷ ideal keeps falling as (P−1)/M while the fixed costs add up."),
     Question(
         "04.q-switch", "quiz", "choice",
         "You switch GPipe to 1F1B at P = 4, M = 16. What happens?",

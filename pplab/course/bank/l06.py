@@ -13,13 +13,17 @@ QUESTIONS = (
         explain="(P−1)(tf + tb − 2tw) = 3 · 1: a third of 1F1B's bubble."),
     Question(
         "06.zbh1-memory", "predict", "choice",
-        "ZB-H1 at P = 4: how many microbatches does each rank hold at its peak (ranks 0–3)?",
-        options=(Option("4, 3, 2, 1, like 1F1B", "Postponed W passes keep activations alive: "
-                        "the later ranks postpone the most."),
-                 Option("4 on every rank", "Rank r postpones up to r W passes: P on every rank, "
-                        "and the last rank becomes a peak rank.", True),
-                 Option("7, 6, 5, 4", "That is ZB-H2's 2P − 1 cap, on rank 0.")),
-        explain="The per-rank peaks are printed with the ZB-H1 table."),
+        "ZB-H1 at P = 4: at its peak, what does the last rank (rank 3) hold?",
+        options=(Option("One microbatch, like 1F1B", "Rank r postpones up to r W passes, and "
+                        "a pending W still needs memory."),
+                 Option("4 whole microbatches, like rank 0", "That counts a pending W as a whole "
+                        "microbatch; after I only what the weight gradients need stays."),
+                 Option("1 whole microbatch and 3 pending Ws (the linear layers' inputs and "
+                        "output gradients)", "Zero Bubble's worker i holds (P − i + 1)·M_B + "
+                        "(i − 1)·M_W, with M_W = 32·s·b·h per layer.", True),
+                 Option("7 microbatches", "That is ZB-H2's 2P − 1 cap.")),
+        explain="The reveal prints whole and pending microbatches per rank at its peak, then "
+                "the bytes for GPT-3's layer shapes."),
     Question(
         "06.dualpipe-m", "predict", "choice",
         "DualPipe at P = 8 (F = 1, B = 2, W = 1, F&B = 3): you double M from 32 to 64. The idle "

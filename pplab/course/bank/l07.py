@@ -23,10 +23,14 @@ QUESTIONS = (
     Question(
         "07.zbh1-peak-rank", "predict", "choice",
         "Same layout under ZB-H1. Which rank needs the most memory?",
-        options=(Option("Rank 0, as under 1F1B", "Every ZB-H1 rank holds P microbatches, so "
-                        "the ranks with the embedding or the output layer decide."),
-                 Option("The last rank", "It goes from 1 microbatch (1F1B) to P = 8, and it "
-                        "also holds the output layer and the fp32 logits.", True),
+        options=(Option("Rank 0, as under 1F1B", "Rank 0 still holds P whole microbatches, "
+                        "but the last rank's 7 pending Ws keep 32 of the 34 bytes per token "
+                        "and hidden unit that selective recomputation leaves, plus the output "
+                        "layer and the fp32 logits."),
+                 Option("The last rank", "It goes from 1 microbatch (1F1B) to 1 whole and 7 "
+                        "with a pending W; under selective recomputation a pending W costs "
+                        "almost a whole microbatch, and it also holds the output layer and the "
+                        "fp32 logits.", True),
                  Option("All equal", "Parameters and logits differ between ranks.")),
         explain="pplab's memory report names the peak rank for each schedule."),
     Question(

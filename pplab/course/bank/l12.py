@@ -32,11 +32,16 @@ QUESTIONS = (
                 "process."),
     Question(
         "12.q-reshard", "quiz", "choice",
-        "FSDP2 with PP and 1F1B, default reshard_after_forward=True. What does it cost?",
-        options=(Option("An all-gather of the stage's parameters for every microbatch's forward "
-                        "and backward", "Set reshard_after_forward=False to gather once per "
-                        "step, at the price of keeping the full parameters.", True),
-                 Option("Nothing: FSDP gathers once per step anyway", "Only with "
+        "FSDP2 inside torch's PipelineStage, 1F1B with M microbatches, default "
+        "reshard_after_forward=True. How many all-gathers of a block's parameters per step?",
+        options=(Option("About M + 1, and one reduce-scatter", "The stage keeps the parameters "
+                        "gathered after each backward and syncs gradients only after the last; "
+                        "each forward frees them, so each steady-state backward gathers again. "
+                        "reshard_after_forward=False brings it to one.", True),
+                 Option("2M, and M reduce-scatters", "That is a hand-written accumulation loop "
+                        "with FSDP2's defaults; torch's stage turns off resharding after "
+                        "backward and gradient sync until the last backward."),
+                 Option("One: FSDP gathers once per step anyway", "Only with "
                         "reshard_after_forward=False."),
                  Option("Twice the activations", "Resharding touches parameters, not "
                         "activations."))),

@@ -30,38 +30,39 @@ QUESTIONS = (
         traps=((50.0, "Half is the paper's round name; pplab's V-Half holds one "
                       "stage-equivalent more than an exact half."),
                (100.0, "That is V-ZB (and ZB-V): the V placement alone does not save memory."),
-               (33.3, "About a third is the paper's target for V-Min, not V-Half.")),
+               (33.3, "About a third is what V-Min tends to as P grows, not V-Half.")),
         explain="Peaks are counted in stage-equivalents: a V chunk is half a stage, so V-Half's "
                 "peak is a whole number of half-stages over 1F1B's P."),
     Question(
         "13.search-cap2", "predict", "number",
-        "P = 4, M = 8, tf = 1, tb = 2, tw = 1, and a cap of K = 2 microbatches per rank: only "
+        "P = 4, M = 8, tf = 1, tb = 2, tw = 1, and a cap of C = 2 microbatches per rank: only "
         "`naive` (makespan 96) fits among the built-ins. What makespan will the search find?",
         answer=lambda: searched_makespan(4, 8, 2), tol=0.0,
         traps=((96, "The search starts from every built-in that fits, then improves on it: "
                     "it does much better than naive."),
-               (27, "27 is ZB-H1, which needs 4 microbatches per rank; K = 2 forbids its "
+               (27, "27 is ZB-H1, which needs 4 microbatches per rank; C = 2 forbids its "
                     "warm-up.")),
         explain="With two microbatches per rank each rank still overlaps a forward with a "
                 "backward; the fill is what the cap takes away."),
     Question(
         "13.search-vs-zbh1", "predict", "choice",
-        "Same costs, but K = 4: ZB-H1 fits (peak 4 per rank, makespan 27). The search's best "
+        "Same costs, but C = 4: ZB-H1 fits (peak 4 per rank, makespan 27). The search's best "
         "schedule is…",
         options=(Option("shorter than ZB-H1", "Under this cap ZB-H1 already sits at its "
                         "(P−1)(tf + tb − 2tw) bound; single-op moves find nothing shorter."),
                  Option("as long as ZB-H1: it ties", "The search includes every built-in that "
                         "fits, so it cannot lose, and here it finds nothing better.", True),
-                 Option("longer than ZB-H1", "Impossible: ZB-H1 fits K = 4 and is one of the "
+                 Option("longer than ZB-H1", "Impossible: ZB-H1 fits C = 4 and is one of the "
                         "search's seeds.")),
-        explain="The reveal cell runs the search at K = 4 next to ZB-H1."),
+        explain="The reveal cell runs the search at C = 4 next to ZB-H1."),
     Question(
         "13.dualpipe-tfb", "predict", "number",
-        "DualPipe at P = 4, M = 16, tf = 1, tb = 2, tw = 1. With a real overlap (tfb = 2) its "
-        "makespan is 38; ZB-H1's is 51. What is DualPipe's makespan when the pair does not "
-        "overlap at all (tfb = tf + tb = 3)?",
+        "DualPipe at P = 4, M = 16, tf = 1, tb = 2, tw = 1. When each pair hides one time unit "
+        "of all-to-all under compute (tfb = 2) its makespan is 38; ZB-H1's is 51. What is "
+        "DualPipe's makespan when the pair hides nothing (tfb = tf + tb = 3)?",
         answer=lambda: timeline("dualpipe", 4, 16, tfb=3.0, **_COSTS).makespan, tol=0.0,
-        traps=((38, "38 assumes the overlap: every F&B pair now costs 3, not 2."),
+        traps=((38, "38 assumes the pair hides communication: every F&B pair now costs 3, "
+                    "not 2."),
                (51, "Close, but DualPipe's bidirectional fill still saves a little over ZB-H1."),
                (57, "57 is 1F1B: DualPipe keeps its split backward and its two directions.")),
         explain="Without the overlap DualPipe keeps about one time unit over ZB-H1, for twice "
@@ -72,7 +73,8 @@ QUESTIONS = (
         "with the smallest bubble?",
         options=(Option("V-Half", "Measured in section 1: pplab's V-Half needs more than half "
                         "(a little over 60%)."),
-                 Option("V-Min", "Its peak is exactly half of 1F1B's; it pays with the largest "
+                 Option("V-Min", "At P = 8 its peak, (P + 4)//3 = 4, is exactly half of "
+                        "1F1B's (it tends to a third as P grows); it pays with the largest "
                         "bubble of the V family.", True),
                  Option("ZB-H1", "ZB-H1 holds as much as 1F1B's first rank, on every rank."),
                  Option("naive", "It fits, but runs one microbatch at a time through the "
@@ -80,9 +82,13 @@ QUESTIONS = (
     Question(
         "13.q-overlap", "quiz", "choice",
         "What must be true for DualPipe's overlapped F&B pair to cost less than tf + tb?",
-        options=(Option("The two kernels share the GPU without slowing each other (e.g. SMs "
-                        "set aside for communication)", "DeepSeek-V3 gives 20 of 132 SMs to "
-                        "communication for this.", True),
+        options=(Option("Each chunk's all-to-all must run under the other chunk's compute "
+                        "(on SMs set aside for communication)", "The computations still run "
+                        "back to back; the pair is shorter than tf + tb by the communication "
+                        "it hides (DeepSeek-V3 gives 20 of 132 SMs to it).", True),
+                 Option("The two computations must run at the same time on the SMs",
+                        "They share the SMs and run one after the other; only communication "
+                        "overlaps compute."),
                  Option("M must be a multiple of P", "That is a shape rule for the schedule; "
                         "it does not make two kernels overlap."),
                  Option("Nothing: the simulator proves the overlap", "The simulator only "

@@ -1,0 +1,311 @@
+"""Reveal cells that show their answer only after the guess.
+
+A lesson's reveal cell is ``reveal("04.peaks")``: its source holds no answer, so reading the
+notebook does not give the prediction away. The check behind it (the simulator's numbers and
+the assertions that pin them) runs every time, also under nbval; the table is printed once the
+prediction has been committed (or with ``show=True``). Pure Python, like the rest of
+``pplab.course``.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..registry import make_schedule
+from ..simulate import Costs, simulate
+
+_REVEALS: dict[str, Callable[[], str]] = {}
+
+
+def _reveals(*qids: str):
+    def register(fn):
+        for q in qids:
+            _REVEALS[q] = fn
+        return fn
+    return register
+
+
+def reveal(*qids: str, progress=None, show: bool = False) -> str:
+    """Check the answer to the questions ``qids`` and print it if they were all answered."""
+    from .bank import get
+    from .progress import Progress
+    text = "\n".join(dict.fromkeys(_REVEALS[q]() for q in qids))    # computes and asserts
+    prog = progress or Progress()
+    if show or all(prog.done(get(q)) for q in qids):
+        print(text)
+    else:
+        print(f"Commit your guess for {', '.join(qids)} in the question above first, then run "
+              f"this cell again to see the measurement.")
+    return text
+
+
+def reveal_ids() -> list[str]:
+    return list(_REVEALS)
+
+
+@_reveals("02.ratio-to-ideal")
+def _naive_ratio() -> str:
+    tl = simulate(make_schedule("naive", P=4, M=1))
+    assert tl.bubble_ratio == 4 - 1 and tl.bubble_fraction == 3 / 4
+    return f"bubble ÷ total {tl.bubble_fraction:.3f}, bubble ÷ ideal {tl.bubble_ratio:.3f}"
+
+
+@_reveals("03.gpipe-bubble")
+def _gpipe_bubble() -> str:
+    tl = simulate(make_schedule("gpipe", P=4, M=6))
+    assert abs(tl.bubble_fraction - 3 / 9) < 1e-12 and abs(tl.bubble_ratio - 3 / 6) < 1e-12
+    return (f"makespan {tl.makespan:g}; bubble {tl.bubble_fraction:.1%} of the total, "
+            f"{tl.bubble_ratio:.1%} of the ideal")
+
+
+@_reveals("03.smallest-m")
+def _smallest_m() -> str:
+    from .measure import smallest_M
+    lines = []
+    for ideal in (False, True):
+        M = smallest_M(8, 0.20, ideal=ideal)
+        tl = simulate(make_schedule("gpipe", 8, M))
+        lines.append(f"÷ {'ideal' if ideal else 'total'}: smallest M = {M} "
+                     f"(bubble {tl.bubble_ratio if ideal else tl.bubble_fraction:.1%})")
+    assert smallest_M(8, 0.20) == 4 * 7 + 1 and smallest_M(8, 0.20, ideal=True) == 36
+    return "\n".join(lines)
+
+
+@_reveals("03.forget-1-over-m")
+def _forget_1_over_m() -> str:
+    from ..env import browser_note, in_browser
+    if in_browser():
+        return browser_note("the accumulation check in pplab.runtime.accumulate")
+    from ..runtime.accumulate import accumulation_error
+    lines = [" M   loss × 1/M: error vs one batch     loss × 1: error"]
+    for M in (2, 4, 8):
+        ok, bad = accumulation_error(M), accumulation_error(M, scale_by_1_over_M=False)
+        assert ok < 1e-5 and abs(bad - (M - 1)) < 1e-4
+        lines.append(f"{M:2d}   {'< 1e-6 (round-off)' if ok < 1e-6 else f'{ok:.1e}':>28s}"
+                     f"     {bad:14.2f}")
+    return "\n".join(lines)
+
+
+@_reveals("03.remat-cost")
+def _remat_cost() -> str:
+    P, M = 4, 64
+    plain = simulate(make_schedule("gpipe", P, M), Costs(tf=1, tb=2))
+    remat = simulate(make_schedule("gpipe", P, M), Costs(tf=1, tb=3))  # re-run forward + backward
+    assert abs(remat.makespan / plain.makespan - 4 / 3) < 1e-9
+    ratio = remat.makespan / plain.makespan
+    return f"makespan {plain.makespan:g} → {remat.makespan:g}: ×{ratio:.3f}"
+
+
+@_reveals("04.same-bubble")
+def _same_bubble() -> str:
+    tls = {name: simulate(make_schedule(name, P=4, M=8)) for name in ("gpipe", "1f1b")}
+    assert tls["1f1b"].makespan == tls["gpipe"].makespan
+    return "\n".join(f"{name:5s} P=4 M=8: makespan {tl.makespan:g}, bubble "
+                     f"{tl.bubble_fraction:.1%} of total" for name, tl in tls.items())
+
+
+@_reveals("04.peaks")
+def _peaks() -> str:
+    lines = []
+    for P, M in ((4, 8), (8, 3)):
+        peaks = simulate(make_schedule("1f1b", P, M)).peak_inflight
+        lines += [f"P={P} M={M}", "  rank  measured  min(P-r,M)  claim1:P  claim2:min(k,P-k) "
+                  "k=r  k=r+1  claim3:1"]
+        for r, peak in enumerate(peaks):
+            lines.append(f"  {r:4d}  {peak:8d}  {min(P - r, M):10d}  {P:8d}  {min(r, P - r):21d}"
+                         f"  {min(r + 1, P - r - 1):5d}  {1:8d}")
+            assert peak == min(P - r, M) >= 1
+        # min(k, P − k) gives some stage nothing, whichever way the stages are numbered
+        assert 0 in [min(r, P - r) for r in range(P)]
+        assert 0 in [min(r + 1, P - r - 1) for r in range(P)]
+    return "\n".join(lines)
+
+
+@_reveals("04.fastest-m")
+def _fastest_m() -> str:
+    from .measure import fit_fixed_cost, fixed_cost_step
+    P, reported = 8, {1: 2920, 8: 875}          # ms per step, the write-up's R1 and R4
+    W, c = fit_fixed_cost(P, reported)
+    lines = [f"fitted: work per rank W = {W:.1f} ms, fixed cost per action c = {c:.2f} ms "
+             f"(c/W = {c / W:.4f})",
+             " M   modelled ms   reported   bubble÷ideal   [no fixed cost]"]
+    times = {}
+    for M in (1, 2, 4, 8, 16, 32):
+        times[M] = fixed_cost_step(P, M, W, c)
+        lines.append(f"{M:2d}  {times[M]:11.0f}  {reported.get(M, ''):>9}  {(P - 1) / M:13.3f}"
+                     f"   [{fixed_cost_step(P, M, W, 0):6.0f}]")
+    assert all(abs(times[M] - t) < 1e-6 for M, t in reported.items())
+    assert min(times, key=times.get) == 16 and times[32] > times[8]
+    lo, hi = 7 / 256, 7 / 64      # M = 8 beats M = 16 and M = 4 only for 7/256 ≤ c/W ≤ 7/64
+    lines.append(f"M = 8 is the fastest only for {lo:.4f} ≤ c/W ≤ {hi:.4f}")
+    return "\n".join(lines)
+
+
+@_reveals("06.zbh1-idle", "06.zbh1-memory")
+def _zbh1() -> str:
+    from ..memory.accounting import peak_split
+    P, M = 4, 12
+    lines = ["tf tb tw   1F1B idle  ZB-H1 idle  (P-1)(tf+tb-2tw)"]
+    for tf, tb, tw in ((1, 2, 1), (1, 2, 0.5), (2, 3, 1), (1, 3, 1)):
+        one = simulate(make_schedule("1f1b", P, M), Costs(tf=tf, tb=tb, tw=tw))
+        zb = simulate(make_schedule("zb-h1", P, M), Costs(tf=tf, tb=tb, tw=tw))
+        busy = M * (tf + tb)
+        lines.append(f"{tf:2g} {tb:2g} {tw:3g}   {one.makespan - busy:9g}  {zb.makespan - busy:10g}"
+                     f"  {(P - 1) * (tf + tb - 2 * tw):16g}")
+        assert zb.makespan - busy == (P - 1) * (tf + tb - 2 * tw)
+    # at each rank's peak: (whole microbatches, microbatches whose W is still pending)
+    split = [(n, w) for _, n, w in peak_split(make_schedule("zb-h1", P, M),
+                                             dict.fromkeys(range(P), 1.0),
+                                             dict.fromkeys(range(P), 0.5))]
+    assert split == [(P - r, r) for r in range(P)]
+    lines.append(f"ZB-H1 (whole microbatches, pending Ws) at each rank's peak: {split}")
+    return "\n".join(lines)
+
+
+@_reveals("06.dualpipe-m")
+def _dualpipe_m() -> str:
+    lines = [" P    M   idle/rank  (P/2-1)(F&B+B-3W)  ÷total   ÷ideal   post's (P-1)/(2M)"]
+    for P in (4, 8):
+        for M in (2 * P, 4 * P, 8 * P, 16 * P):
+            tl = simulate(make_schedule("dualpipe", P, M), Costs(tf=1, tb=2, tw=1, tfb=3))
+            lines.append(f"{P:2d}  {M:3d}  {tl.makespan - 3 * M:9g}  {(P // 2 - 1) * 2:17g}"
+                         f"  {tl.bubble_fraction:6.1%}  {tl.bubble_ratio:6.1%}"
+                         f"   {(P - 1) / (2 * M):6.1%}")
+            assert tl.makespan - 3 * M == (P // 2 - 1) * (3 + 2 - 3)
+    return "\n".join(lines)
+
+
+@_reveals("05.bubble-v2")
+def _bubble_v2() -> str:
+    P, M = 4, 12
+    lines = [" V  makespan  idle÷ideal  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
+    for V in (1, 2, 4, 8):
+        tl = simulate(make_schedule("interleaved", P, M, V))
+        lines.append(f"{V:2d}  {tl.makespan:8g}  {tl.bubble_ratio:10.4f}  {(P - 1) / (V * M):11.4f}"
+                     f"  {tl.bubble_fraction:10.4f}  {(P - 1) / (V * M + P - 1):15.4f}")
+        assert abs(tl.bubble_ratio - (P - 1) / (V * M)) < 1e-12
+    return "\n".join(lines)
+
+
+@_reveals("05.messages")
+def _messages() -> str:
+    from ..lower import p2p_messages
+    P, M, lines = 4, 8, []
+    for V in (1, 2, 4):
+        n = p2p_messages(make_schedule("interleaved", P, M, V))
+        lines.append(f"V={V}: {n:4d} messages per step, 2·M·(P·V−1) = {2 * M * (P * V - 1)}")
+        assert n == 2 * M * (P * V - 1)
+    return "\n".join(lines)
+
+
+@_reveals("07.zero1-70b")
+def _zero1_70b() -> str:
+    from ..memory import model_states_bytes
+    psi, nd, GB = 70e9, 64, 1e9
+    claims = {1: "~230 GB", 2: "~160 GB", 3: "17.5 GB"}
+    assert abs(sum(model_states_bytes(psi, nd, 1)) / GB - (4 * 70 + 12 * 70 / 64)) < 1e-9
+    return "\n".join(f"ZeRO-{z}: {sum(model_states_bytes(psi, nd, z)) / GB:6.1f} GB   "
+                     f"(lecture: {claims[z]})" for z in (1, 2, 3))
+
+
+@_reveals("08.full-cost")
+def _full_cost() -> str:
+    L, h, s, v = 96, 12288, 2048, 51200        # GPT-3 175B; v the vocabulary
+    no_rc = 72 * s * L * h**2 * (1 + s / (6 * h) + v / (12 * L * h))
+    full_rc = 96 * s * L * h**2 * (1 + s / (6 * h) + v / (16 * L * h))
+    assert 1.32 < full_rc / no_rc < 4 / 3
+    return (f"full recomputation: ×{full_rc / no_rc:.3f} FLOPs per sample "
+            f"(Megatron-LM's 96 form over the 72 form, GPT-3 175B)")
+
+
+@_reveals("08.selective")
+def _selective() -> str:
+    from ..canvases.memory import recompute_rows
+    GB = 1e9
+    g, rows = recompute_rows("gpt3-175b", tp=8, sp="on")
+    L, h, s, v = g.layers, g.hidden, g.seq, g.vocab
+    none = rows[0][1]
+    lines = [f"{rc:9s} {byts / GB:6.3f} GB/layer  ({1 - byts / none:5.1%} less)  +{extra:5.1%} "
+             f"FLOPs (pplab count)" for rc, byts, extra in rows]
+    kor = (s / (6 * h)) / (1 + s / (6 * h) + v / (12 * L * h))
+    lines.append(f"Korthikanti's selective overhead (s/6h)/(1 + s/6h + v/12Lh) = {kor:.1%}")
+    assert abs(1 - rows[1][1] / none - 80 / 114) < 1e-9
+    return "\n".join(lines)
+
+
+@_reveals("09.loudest-axis", "09.dp")
+def _axes() -> str:
+    from ..memory import ParallelConfig, get_preset, memory_report
+    from ..memory.comm import Network, comm_times, comm_volumes
+    GB = 1e9
+    m = get_preset("llama3-70b").with_(seq=4096)
+    cfg = ParallelConfig(tp=8, pp=4, dp=2, zero=1, sp=True, recompute="selective", microbatches=32)
+    vol = comm_volumes(m, cfg, memory_report(m, cfg).schedule)
+    tim = comm_times(vol, cfg, Network())
+    assert vol["tp"] > vol["dp"] > vol["pp"] and 64 // (cfg.tp * cfg.pp) == cfg.dp
+    return "\n".join([f"{k.upper()}: {vol[k] / GB:8.2f} GB per GPU per step, {tim[k]:6.2f} s at "
+                      f"its bandwidth" for k in ("tp", "pp", "dp")]
+                     + [f"DP for 256 GPUs at TP = 8, PP = 4: {256 // (8 * 4)}"])
+
+
+@_reveals("09.planner-tp")
+def _planner_tp() -> str:
+    from ..canvases.memory import plan_table
+    from ..memory import get_preset
+    from ..memory.planner import plan
+    table = plan_table(plan(get_preset("llama3-70b").with_(seq=4096), 64), top=8)
+    assert " 1. TP=4 " in table
+    return table
+
+
+@_reveals("10.messages")
+def _messages_1f1b() -> str:
+    from ..lower import p2p_messages
+    lines = []
+    for P, M in [(2, 4), (4, 8), (8, 32)]:
+        sched = make_schedule("1f1b", P, M)
+        lines.append(f"1F1B P={P} M={M}: {p2p_messages(sched)} point-to-point messages per step "
+                     f"(2·M·(P−1) = {2 * M * (P - 1)})")
+        assert p2p_messages(sched) == 2 * M * (P - 1)
+    return "\n".join(lines)
+
+
+@_reveals("11.slow-stage", "11.slow-first")
+def _slow_stage() -> str:
+    sched = make_schedule("1f1b", 4, 8)
+    lines, spans = [], {}
+    for scale in ((1, 1, 1, 1), (1, 1, 1, 1.3), (1.3, 1, 1, 1)):
+        tl = simulate(sched, Costs(tf=1, tb=2, stage_scale=list(scale)))
+        spans[scale] = tl.makespan
+        lines.append(f"stage_scale {list(scale)}: makespan {tl.makespan:.4g}, bubble "
+                     f"{tl.bubble_fraction:.1%} of total")
+    assert abs(spans[(1, 1, 1, 1.3)] - (33 + 8 * 0.9)) < 1e-9
+    assert spans[(1.3, 1, 1, 1)] < spans[(1, 1, 1, 1.3)]
+    return "\n".join(lines)
+
+
+@_reveals("12.m-lt-p")
+def _m_lt_p() -> str:
+    from ..env import browser_note, in_browser
+    if in_browser():
+        return browser_note("torch_refuses(\"Schedule1F1B\", P=4, M=2), pplab.runtime.torch_bridge")
+    from ..runtime.torch_bridge import torch_refuses
+    assert torch_refuses("Schedule1F1B", P=4, M=2)
+    assert torch_refuses("Schedule1F1B", P=4, M=4) is None
+    inflight = simulate(make_schedule("1f1b", 4, 2)).peak_inflight
+    return "\n".join([
+        f"pplab 1f1b P=4 M=2: in flight per rank {inflight}",
+        f"torch Schedule1F1B, 4 stages, M=2: {torch_refuses('Schedule1F1B', P=4, M=2)}",
+        f"torch ScheduleGPipe, 4 stages, M=2: "
+        f"{torch_refuses('ScheduleGPipe', P=4, M=2) or 'accepted'}"])
+
+
+@_reveals("12.scale-grads")
+def _scale_grads() -> str:
+    from ..env import browser_note, in_browser
+    if in_browser():
+        return browser_note("torch_pipeline_grad_ratio(M=4) from pplab.runtime.torch_bridge")
+    from ..runtime.torch_bridge import torch_pipeline_grad_ratio
+    ratios = {s: torch_pipeline_grad_ratio(M=4, scale_grads=s) for s in (True, False)}
+    assert abs(ratios[False] - 4) < 1e-4 and abs(ratios[True] - 1) < 1e-4
+    return "\n".join(f"scale_grads={s!s:5s}: |pipeline gradient| / |full-batch gradient| = "
+                     f"{r:.4f}" for s, r in ratios.items())

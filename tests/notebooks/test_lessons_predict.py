@@ -1,0 +1,93 @@
+"""Predict, then check — for real (issue 20): no cell before a prediction's reveal, nor the
+reveal cell's own source, gives its answer away — not in a heading, an assert or a committed
+output. Reveal cells call ``reveal(...)``: the check runs in the package and the answer is
+printed only after the guess."""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from pplab.course.bank import LESSONS, get
+from pplab.course.reveals import reveal_ids
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
+ASK = re.compile(r'ask\("([^"]+)"\)')
+
+#: what would give each prediction away if it stood above its reveal (sources, headings, outputs)
+LEAKS = {
+    "02.ratio-to-ideal": ["== 4 - 1"],
+    "03.gpipe-bubble": ["3 / 9", "3/9", "33.3%"],
+    "03.smallest-m": ["4 * 7 + 1", "== 36", "M = 29", "smallest M = 29"],
+    "03.forget-1-over-m": ["3.00", "4 times", "M times"],
+    "03.remat-cost": ["4 / 3", "×1.333", "+33%", "×1.33"],
+    "04.same-bubble": ["same bubble", "Same bubble", ").makespan == simulate("],
+    "04.peaks": ["min(P - r, M)", "min(P − r, M)", "min(P−r, M)", "4, 3, 2, 1"],
+    "04.fastest-m": ["times[16]", "== 16", "M = 16"],
+    "06.zbh1-memory": ["[P] * P", "(P - r, r)", "P times as many", "P − r whole"],
+    "06.dualpipe-m": ["for every M", "for\nevery M", "not** shrink", "does not shrink",
+                      "constant in M"],
+    "05.bubble-v2": ["(P-1)/(V*M)) < 1e-12"],
+    "05.messages": ["2·M·(P·V−1)", "2·M·(P·V − 1)", "2 * M * (P * V - 1)"],
+    "07.zero1-70b": ["4 * 70 + 12 * 70 / 64", "293.1"],
+    "08.full-cost": ["96/72", "+33%", "4 / 3"],
+    "08.selective": ["80 / 114", "80 of 114", "70%"],
+    "09.loudest-axis": ['vol["tp"] > vol["dp"]', "TP moves 300 GB"],
+    "09.dp": ["256 // (8 * 4)", "DP = 8"],
+    "09.planner-tp": [" 1. TP=4 ", "winners use TP = 4"],
+    "10.messages": ["2 * M * (P - 1)", "2·M·(P−1)"],
+    "11.slow-stage": ["33 + 8 * 0.9", "8 × 0.9"],
+    "11.slow-first": ["slow[1] < slow[0]", "first* stage costs less"],
+    "12.m-lt-p": ['torch_refuses("Schedule1F1B", P=4, M=2) and'],
+    "12.scale-grads": ["scale_grads=False) - 4)"],
+}
+
+
+def _cells_through_reveal(cells, qid):
+    i = next(i for i, c in enumerate(cells) if f'ask("{qid}")' in c.source)
+    j = i + 1
+    while j < len(cells) and (cells[j].cell_type != "code" or ASK.search(cells[j].source)):
+        j += 1
+    return cells[:j + 1], cells[j]
+
+
+def _text(cells):
+    return "\n".join(c.source + "".join(o.get("text", "") + str(o.get("data", {}).get(
+        "text/plain", "")) for o in c.get("outputs", [])) for c in cells)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_cell_before_a_reveal_gives_the_answer(lesson):
+    cells = nbformat.read(NOTEBOOKS[lesson], as_version=4).cells
+    for qid in (m for c in cells for m in ASK.findall(c.source)):
+        if get(qid).mode != "predict":
+            continue
+        before, reveal_cell = _cells_through_reveal(cells, qid)
+        text = _text(before)
+        for pattern in LEAKS.get(qid, ()):
+            assert pattern not in text, f"{qid}: {pattern!r} stands before its reveal"
+        if qid in reveal_ids():                  # the reveal runs in the package, after the guess
+            assert "reveal(" in reveal_cell.source and qid in reveal_cell.source
+            assert not reveal_cell.get("outputs"), f"{qid}: reveal saved with its output"
+
+
+def test_every_leak_pattern_names_a_prediction_with_a_reveal():
+    for qid in LEAKS:
+        assert get(qid).mode == "predict" and qid in reveal_ids(), qid
+
+
+def test_reveal_prints_only_after_the_guess(tmp_path, capsys):
+    from pplab.course import Progress, reveal
+    prog = Progress(tmp_path / "p.json")
+    reveal("04.peaks", progress=prog)
+    assert "Commit your guess" in capsys.readouterr().out
+    prog.record(get("04.peaks"), False)          # a committed guess, right or wrong
+    reveal("04.peaks", progress=prog)
+    assert "min(P-r,M)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("qid", reveal_ids())
+def test_every_reveal_checks_its_answer(qid):
+    from pplab.course import reveal
+    assert reveal(qid, show=True)
