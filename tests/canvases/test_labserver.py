@@ -33,7 +33,7 @@ def test_make_lab_and_browser_tests_use_the_flag():
     lab = re.search(r"^lab:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
     flags = re.search(r"^LABFLAGS\s*=\s*(.*)$", makefile, re.M).group(1).strip()
     assert "$(LABFLAGS)" in lab and flags == SERVER_FLAG
-    assert "SERVER_FLAG" in (ROOT / "tests" / "browser_util.py").read_text()
+    assert "SERVER_FLAG" in (ROOT / "tests" / "helpers" / "browser_util.py").read_text()
 
 
 def test_flag_names_an_importable_class():
