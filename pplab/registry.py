@@ -24,7 +24,7 @@ from .schedules.zero_bubble import zb_h1, zb_h2, zbv
 @dataclass(frozen=True)
 class Extrapolation:
     """How the planner may extrapolate a schedule's simulation in M (``memory/planner.py``),
-    each trait checked by simulation (tests/test_registry.py). A schedule without one is
+    each trait checked by simulation (tests/core/test_registry.py). A schedule without one is
     simulated at its full M: slower, never silently wrong."""
     settles_at_2P: bool = False      # makespan and peak affine in M only from M ≥ 2P
     peak_grows: bool = False         # the activation peak grows with M (all forwards first)

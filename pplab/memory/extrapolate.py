@@ -3,7 +3,7 @@
 Makespan and activation peak are affine in M once a pipeline is in steady state, so the
 planner simulates two smaller M with the same residue and draws the line. What may be
 extrapolated, and from where, is each schedule's own fact (``ScheduleSpec.planner``,
-checked against direct simulation in tests/test_registry.py); a schedule without those
+checked against direct simulation in tests/core/test_registry.py); a schedule without those
 facts is simulated at its full M, never extrapolated on a guess.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ The memory model (pplab.memory) predicts per-rank peaks as "activations alive pe
 schedule × bytes per stage". Its analytic per-layer bytes assume Megatron's 16-bit ops; the
 tiny float32 model saves a different set of tensors. So we calibrate the per-stage bytes
 here, with the same saved-tensor tracker the runtime's workers use, and let the schedule
-supply the in-flight count. The test that compares both is tests/test_memory_measured.py.
+supply the in-flight count. The test that compares both is tests/runtime/test_memory_measured.py.
 """
 from __future__ import annotations
 

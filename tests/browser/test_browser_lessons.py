@@ -4,7 +4,8 @@ both ends go to build/shots/ for a human to look at) and draws exactly the scene
 sent; every prediction and quiz widget accepts an answer and gives feedback.
 
 Cells marked ``# NBVAL_SKIP`` (real torchrun jobs) are blanked in the served copy: the real
-runs are tested by tests/test_runtime*.py and the run panel's button by tests/test_browser.py.
+runs are tested by tests/runtime/ and the run panel's button by
+tests/browser/test_browser.py.
 Skipped with the reason where Chromium or Playwright is missing.
 """
 from __future__ import annotations

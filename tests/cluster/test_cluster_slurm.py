@@ -1,4 +1,5 @@
-"""A real Slurm (tests/slurm_cluster.py): a controller and two compute nodes, each in its own
+"""A real Slurm (tests/helpers/slurm_cluster.py): a controller and two compute nodes, each in
+its own
 network namespace. Through it: ``srun pplab run`` without node flags, the example batch
 script with ``sbatch``, submission from Python with submitit (and the run panel's cluster
 mode), a P that does not divide, and a node killed mid-job. Every job's gradients match one

@@ -1,5 +1,5 @@
 """Interface choice, Slurm's environment, the queue watcher and the lost-node message, without
-Slurm or a second host (tests/test_cluster_hosts.py and test_cluster_slurm.py run them)."""
+Slurm or a second host (tests/cluster/test_cluster_hosts.py and test_cluster_slurm.py run them)."""
 import json
 
 import pytest

@@ -2,7 +2,7 @@
 one pure scene (pplab.scene). Here: the scene holds exactly the timeline's events, the
 matplotlib boxes are the scene's boxes, the memory bars are the scene's values, and every
 canvas hands its SceneView the scene its render function computes. (That the browser drew
-the scene it was sent is checked in tests/test_browser_lessons.py.)"""
+the scene it was sent is checked in tests/browser/test_browser_lessons.py.)"""
 import subprocess
 import sys
 

@@ -17,7 +17,7 @@ NAME = "04_real_pipeline/04_real_pipeline.ipynb"
 @pytest.fixture(autouse=True)
 def unblocked(monkeypatch):
     """The wrong answers here are built from the library's own answers; switch the blocking
-    off so what is tested is the grader's other messages (tests/test_grading.py tests the
+    off so what is tested is the grader's other messages (tests/grading/test_grading.py tests the
     blocking)."""
     from pplab.exercises import guard
     monkeypatch.setattr(guard, "call", lambda fn, *a, **k: fn(*a, **k))

@@ -1,6 +1,6 @@
 """Exercise 02: the solution passes every grader, the unsolved exercise fails every grader cell,
 and the graders reject typical wrong answers. (Build drift and idempotence for all solutions
-are covered by tests/test_exercises.py's build(check=True) test.)"""
+are covered by tests/grading/test_exercises.py's build(check=True) test.)"""
 from pathlib import Path
 
 import pytest

@@ -1,5 +1,6 @@
 """Submit from Python the way a notebook does, from the Slurm test cluster's controller
-namespace (tests/test_cluster_slurm.py runs ``python cluster_submit_driver.py CASE FOLDER``).
+namespace (tests/cluster/test_cluster_slurm.py runs ``python cluster_submit_driver.py CASE
+FOLDER``).
 Prints one JSON object: what the test checks."""
 import json
 import os

@@ -1,5 +1,5 @@
 """Run pplab schedules, written as CSV, under torch.distributed.pipelining's own loader and
-runtime: ``torchrun ... tests/torch_csv_worker.py JOB.json`` (see test_torch_csv.py).
+runtime: ``torchrun ... tests/helpers/torch_csv_worker.py JOB.json`` (see test_torch_csv.py).
 
 For each case every rank writes the CSV, ``_PipelineScheduleRuntime._load_csv`` reads it
 ("compute_only" goes through ``PipelineScheduleMulti._load_csv`` and torch's own lowering;

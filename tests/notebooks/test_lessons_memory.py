@@ -1,7 +1,8 @@
 """Lessons 01, 07, 08, 09: the numbers that correct the seed material are in the checked
 outputs, every lesson has its canvas, the optional real run is skipped and guarded.
 
-Execution is covered by tests/test_notebooks.py (it runs every notebooks/*.ipynb headless and
+Execution is covered by tests/notebooks/test_notebooks.py (it runs every notebooks/*.ipynb
+headless and
 sweeps every canvas control inside the kernel) and by strict nbval:
 ``pytest --nbval --nbval-current-env notebooks/0[1789]_*.ipynb solutions/03_memory``.
 """

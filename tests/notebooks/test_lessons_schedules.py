@@ -116,7 +116,7 @@ def test_zero_bubble_closed_forms_match_where_stated():
 
 
 # ---- the lessons, executed ---------------------------------------------------------------------
-# Executing these lessons with every canvas control swept is tests/test_notebooks.py's job
+# Executing these lessons with every canvas control swept is tests/notebooks/test_notebooks.py's job
 # (it covers every notebook in notebooks/).
 
 
