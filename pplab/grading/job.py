@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -79,9 +80,12 @@ def _grade(spec: dict, course: Path) -> dict:
     result = api.autograde(assignment, student, force=True, create=True)
     done = course / "autograded" / student / assignment
     if not result.get("success") or not any(done.glob("*.ipynb")):
-        log = str(result.get("error") or result.get("log") or "")
-        lines = [ln for ln in log.splitlines() if "rror" in ln] or ["nbgrader failed"]
-        return {"ok": False, "why": f"nbgrader could not grade it: {lines[-1][:300]}"}
+        log = str(result.get("error") or "") + "\n" + str(result.get("log") or "")
+        lines = [ln.strip() for ln in log.splitlines()
+                 if re.search(r"\w(Error|Exception)\b", ln) and "NbGraderException" not in ln
+                 and "[ERROR]" not in ln]
+        return {"ok": False, "why": "nbgrader could not grade it: "
+                                    + (lines[-1][:300] if lines else "nbgrader failed")}
     api.generate_feedback(assignment, student, force=True)
     scores = []
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:

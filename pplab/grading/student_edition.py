@@ -53,9 +53,16 @@ def _called_at_import(tree: ast.Module) -> set[str]:
     """Names the module calls while it is imported (e.g. a factory making constructors):
     cutting those would break the import, and they compute no answer."""
     defs = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return {call.func.id for stmt in tree.body if not isinstance(stmt, defs)
+    return {call.func.id for stmt in tree.body
+            if not isinstance(stmt, defs) and not _is_main_guard(stmt)
             for call in ast.walk(stmt)
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)}
+
+
+def _is_main_guard(stmt) -> bool:
+    """``if __name__ == "__main__":`` runs only as a program, never on import."""
+    return (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare)
+            and isinstance(stmt.test.left, ast.Name) and stmt.test.left.id == "__name__")
 
 
 def resolve(pattern: str) -> list[tuple[str, str]]:
@@ -78,13 +85,46 @@ def resolve(pattern: str) -> list[tuple[str, str]]:
 
 def _by_module(patterns) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
+    found_all = {p: resolve(p) for p in patterns}
+    cut_modules = {f"pplab.{m}" for found in found_all.values() for m, _ in found}
+    keep = _run_at_import(sorted(set(_loaded_by_notebooks()) | cut_modules))
     for p in patterns:
-        found = resolve(p)
+        found = found_all[p]
         if not found:
             raise ValueError(f"blocked pattern names no function: pplab.{p}")
         for module, name in found:
-            out.setdefault(module, []).append(name)
+            if (module, name) not in keep:
+                out.setdefault(module, []).append(name)
     return out
+
+
+def _run_at_import(modules) -> set[tuple[str, str]]:
+    """(module, name) of every pplab function that one of ``modules`` (those a notebook's
+    ``import pplab, pplab.exercises`` loads) calls while it is imported, e.g. the planner
+    listing split-backward schedules with ``registry.names``: cutting one would break that
+    import, and none computes an answer (a test keeps the answer functions off this list)."""
+    import importlib
+    import types
+    out = set()
+    for module in modules:
+        path = _module_file(PACKAGE, module[len("pplab."):]) if module != "pplab" \
+            else PACKAGE / "__init__.py"
+        called = _called_at_import(ast.parse(path.read_text())) if path else set()
+        real = importlib.import_module(module) if called else None
+        for name in called:
+            fn = getattr(real, name, None)
+            if isinstance(fn, types.FunctionType) and fn.__module__.startswith("pplab."):
+                out.add((fn.__module__[len("pplab."):], fn.__name__))
+    return out
+
+
+def _loaded_by_notebooks() -> list[str]:
+    """The pplab modules ``import pplab, pplab.exercises`` loads, in a fresh interpreter."""
+    code = ("import sys, pplab, pplab.exercises\n"
+            "print(' '.join(m for m in sys.modules if m.split('.')[0] == 'pplab'))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, PYTHONPATH=str(PACKAGE.parent)))
+    return sorted(r.stdout.split())
 
 
 def build(patterns, dest: Path) -> Path:

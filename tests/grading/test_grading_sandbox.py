@@ -57,6 +57,9 @@ def test_the_student_edition_holds_no_answer_code(tmp_path):
     tree = ast.parse(text)
     for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
         assert len(fn.body) == 2 and isinstance(fn.body[1], ast.Raise), fn.name
+    registry = ast.parse((lib / "pplab" / "registry.py").read_text())
+    make = next(n for n in registry.body if getattr(n, "name", "") == "make_schedule")
+    assert isinstance(make.body[-1], ast.Raise), "make_schedule kept: something runs it on import"
     code = ("import importlib.util, sys, os, pplab\n"
             "root = os.path.dirname(pplab.__file__)\n"
             "spec = importlib.util.spec_from_file_location('copy', os.path.join(root, "
