@@ -316,3 +316,25 @@ def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path, 
     with open(out, newline="") as f:
         rows = list(csv.reader(f))[1:]
     assert len(rows) == 5 * 4 and all(float(x) == float(m) for *_, x, m in rows)
+
+
+@pytest.mark.slow
+def test_no_sandbox_still_judges_outside_the_students_kernel(tmp_path):
+    """--no-sandbox (where bubblewrap cannot run) keeps the trusted verdicts and the student
+    edition: a copy of pplab loaded by path still cannot call make_schedule."""
+    import nbformat
+    name = "01_bubble_and_1f1b"
+    shutil.copytree(ROOT / "solutions" / name, tmp_path / "source" / name)
+    nb = nbformat.read(ROOT / "solutions" / name / f"{name}.ipynb", as_version=4)
+    _answer(nb, "task2", SHORTCUT)
+    (tmp_path / "sub" / "s" / name).mkdir(parents=True)
+    nbformat.write(nb, str(tmp_path / "sub" / "s" / name / f"{name}.ipynb"))
+    out = tmp_path / "grades.csv"
+    r = subprocess.run([sys.executable, "-m", "pplab.cli", "grade", str(tmp_path / "sub"),
+                        "--out", str(out), "--source", str(tmp_path / "source"), "-j", "1",
+                        "--no-sandbox"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "WITHOUT a sandbox" in r.stdout
+    with open(out, newline="") as f:
+        got = {t: float(x) for s, a, t, x, m in list(csv.reader(f))[1:]}
+    assert got == {"task1": 2, "task2": 0, "task3": 3, "task4": 2}
