@@ -45,12 +45,12 @@ def check_names(names: Sequence[str], P: int, M: int) -> list[str]:
 
 
 def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int = 3,
-            model: TinyConfig | None = None, timeout: float = 600.0,
-            progress: Callable[[str], None] | None = None) -> dict[str, list[Timeline]]:
+            model: TinyConfig | None = None, emulate: dict | None = None,
+            timeout: float = 600.0, progress: Callable[[str], None] | None = None) -> dict[str, list[Timeline]]:
     """Measured timelines (the last step of each run) per schedule, ``repeats`` launches."""
     if repeats < 1 or steps < 1:
         raise ValueError(f"repeats and steps must be ≥ 1, got {repeats} and {steps}")
-    opts = dict(M=M, steps=steps, check=False)
+    opts = dict(M=M, steps=steps, check=False, emulate=emulate)
     if model is not None:
         opts["model"] = model
     out: dict[str, list[Timeline]] = {n: [] for n in names}
