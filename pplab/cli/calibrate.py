@@ -19,7 +19,7 @@ def add_arguments(p) -> None:
     p.add_argument("-M", type=int, default=8, help="microbatches per step")
     p.add_argument("--on", default="1f1b,interleaved,zbv", metavar="NAMES",
                    help="comma-separated schedules to fit on (default 1f1b,interleaved,zbv)")
-    p.add_argument("--repeats", type=int, default=3, help="launches per schedule (default 3)")
+    p.add_argument("--repeats", type=int, default=3, help="runs per schedule (default 3)")
     p.add_argument("--steps", type=int, default=3, help="steps per run; the last is timed")
     p.add_argument("--table", action="store_true",
                    help="also run every built-in schedule at this P: measured vs simulated")
@@ -28,7 +28,7 @@ def add_arguments(p) -> None:
     add_cost_arguments(p, "emulated seconds per chunk", tf=0.02, tb=0.04, tw=0.0)
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write the fitted costs as JSON (read by pplab simulate --costs)")
-    p.add_argument("--timeout", type=float, default=600.0, help="per launch, seconds")
+    p.add_argument("--timeout", type=float, default=600.0, help="for the whole launch, seconds")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 

@@ -46,20 +46,25 @@ def check_names(names: Sequence[str], P: int, M: int) -> list[str]:
 
 def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int = 3,
             model: TinyConfig | None = None, emulate: dict | None = None,
-            timeout: float = 600.0, progress: Callable[[str], None] | None = None) -> dict[str, list[Timeline]]:
-    """Measured timelines (the last step of each run) per schedule, ``repeats`` launches."""
+            timeout: float = 600.0,
+            progress: Callable[[str], None] | None = None) -> dict[str, list[Timeline]]:
+    """Measured timelines (the last step of each run), ``repeats`` runs per schedule.
+
+    All runs go into one ``run_many`` launch, round-robin (every schedule once, then again),
+    so one torchrun start-up serves them all and a burst of load from other jobs hits every
+    schedule alike rather than one schedule's repeats."""
     if repeats < 1 or steps < 1:
         raise ValueError(f"repeats and steps must be ≥ 1, got {repeats} and {steps}")
     opts = dict(M=M, steps=steps, check=False, emulate=emulate)
     if model is not None:
         opts["model"] = model
+    order = [n for _ in range(repeats) for n in names]
+    if progress:
+        progress(f"{len(order)} runs ({repeats} of each of {len(names)} schedule(s)) at "
+                 f"P={P}, M={M} in one torchrun launch")
     out: dict[str, list[Timeline]] = {n: [] for n in names}
-    for k in range(repeats):
-        if progress:
-            progress(f"repeat {k + 1}/{repeats}: {len(names)} schedule(s) at P={P}, M={M}")
-        for name, res in zip(names, run_many([(n, opts) for n in names], P,
-                                             timeout=timeout)):
-            out[name].append(res.timeline)
+    for name, res in zip(order, run_many([(n, opts) for n in order], P, timeout=timeout)):
+        out[name].append(res.timeline)
     return out
 
 
