@@ -16,6 +16,7 @@ import platform
 import statistics
 
 from pplab.calibrate import costs_to_dict
+from pplab.runtime.model import TinyConfig
 from pplab.runtime.calibration import (CALIBRATION_SCHEDULES, calibrate_on, comparison,
                                        measure, runnable_schedules, table_text)
 
@@ -30,9 +31,10 @@ def machine_line() -> str:
             f"load average {load} (1, 5, 15 min)")
 
 
-def one_P(P: int, M: int, repeats: int, steps: int, emulate: dict | None) -> list[dict]:
+def one_P(P: int, M: int, repeats: int, steps: int, emulate: dict | None,
+          model: TinyConfig) -> list[dict]:
     names = runnable_schedules(P, M)
-    measured = measure(names, P, M, repeats, steps, emulate=emulate,
+    measured = measure(names, P, M, repeats, steps, model=model, emulate=emulate,
                        progress=lambda m: print(f"  {m}", flush=True))
     costs = calibrate_on(measured, CALIBRATION_SCHEDULES)
     print(f"P={P}: calibrated on {', '.join(CALIBRATION_SCHEDULES)}: " + ", ".join(
@@ -46,15 +48,20 @@ def main() -> None:
     ap.add_argument("-M", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--model", default="", metavar="K=V,...",
+                    help="TinyConfig fields, e.g. hidden=256,heads=8,ffn=1024,seq=128")
     ap.add_argument("--emulate", action="store_true",
                     help=f"add emulated op durations {EMULATED} (seconds per chunk)")
     args = ap.parse_args()
     emulate = dict(EMULATED) if args.emulate else None
+    model = TinyConfig(**{k: int(v) for k, v in (kv.split("=") for kv in
+                                                    args.model.split(",") if kv)})
     print(f"before: {machine_line()}")
     rows = []
     for P in args.P:
-        rows += one_P(P, args.M, args.repeats, args.steps, emulate)
+        rows += one_P(P, args.M, args.repeats, args.steps, emulate, model)
     print(f"after: {machine_line()}")
+    print(f"model {model}")
     print(f"M={args.M}, {args.repeats} repeats, median makespan of the last of {args.steps} "
           f"steps" + (f", emulated {EMULATED}" if emulate else ", real compute (no emulation)"))
     print(table_text(rows))

@@ -90,6 +90,7 @@ def test_bad_costs_file_is_one_line_and_exit_2(tmp_path, capsys, content, says):
     (["--tf", "0.1"], "only make sense with --emulate"),
     (["--out", "/no/such/folder/c.json"], "does not exist"),
     (["--timeout", "0"], "--timeout must be > 0"),
+    (["--hidden", "63"], "must be divisible by heads"),
 ])
 def test_bad_calibrate_arguments_are_one_line_and_exit_2(capsys, argv, says):
     assert main(["calibrate"] + argv) == 2

@@ -12,6 +12,7 @@ import os
 import sys
 
 from . import add_cost_arguments, cost_values
+from .run import MODEL_FLAGS, model_config
 
 
 def add_arguments(p) -> None:
@@ -26,6 +27,10 @@ def add_arguments(p) -> None:
     p.add_argument("--emulate", action="store_true",
                    help="add emulated durations per op (seconds per chunk: --tf --tb --tw)")
     add_cost_arguments(p, "emulated seconds per chunk", tf=0.02, tb=0.04, tw=0.0)
+    m = p.add_argument_group("model shape (defaults: the tiny CPU model)")
+    for name, help_ in MODEL_FLAGS.items():
+        m.add_argument(f"--{name}", type=str if name == "dtype" else int, default=None,
+                       help=help_)
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write the fitted costs as JSON (read by pplab simulate --costs)")
     p.add_argument("--timeout", type=float, default=600.0, help="for the whole launch, seconds")
@@ -66,7 +71,8 @@ def main(args) -> int:
     todo = runnable_schedules(args.P, args.M) if args.table else names
     todo += [n for n in names if n not in todo]
     try:
-        measured = measure(todo, args.P, args.M, args.repeats, args.steps, emulate=emulate,
+        measured = measure(todo, args.P, args.M, args.repeats, args.steps,
+                           model=model_config(args), emulate=emulate,
                            timeout=args.timeout, progress=progress)
     except RunError as e:
         print(f"pplab: calibration run failed: {e}", file=sys.stderr)
