@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: lab test test-fast bench bench-runtime bench-browser site clean
+.PHONY: lab test test-fast bench bench-runtime bench-calibration bench-browser site clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ bench: $(STAMP)
 
 bench-runtime: $(STAMP)
 	$(PY) benchmarks/bench_runtime_vs_torch.py
+
+# measured vs simulated makespans before and after pplab calibrate (docs/calibration.md)
+bench-calibration: $(STAMP)
+	$(PY) benchmarks/bench_calibration.py
+	$(PY) benchmarks/bench_calibration.py --emulate
 
 # slider -> picture latency in real Chromium (Debian's chromium); last line:
 # "browser redraw p50 X ms p95 Y ms" (timeline canvas, P=8 M=32 V=2 interleaved)

@@ -18,6 +18,7 @@ SUBCOMMANDS = {
     "run": ("pplab.cli.run", "run a schedule for real across torchrun processes"),
     "search": ("pplab.cli.search", "find a schedule under a cap on in-flight activations"),
     "memory": ("pplab.cli.memory", "per-stage memory and communication for TP×PP×DP"),
+    "calibrate": ("pplab.cli.calibrate", "fit the simulator's costs to real runs on this machine"),
     "grade": ("pplab.cli.grade", "autograde a class's notebooks with nbgrader, write a CSV"),
 }
 

@@ -10,13 +10,18 @@ from ..text import metrics_text, timeline_to_text
 from . import add_cost_arguments, cost_values
 
 
+COST_DEFAULTS = {"tf": 1.0, "tb": 2.0, "tw": 0.0, "tfb": None, "comm": 0.0, "fixed": 0.0}
+
+
 def add_arguments(p) -> None:
     p.add_argument("--schedule", "-s", required=True, metavar="NAME",
                    help=f"one of: {', '.join(NAMES)}")
     p.add_argument("-P", type=int, required=True, help="pipeline ranks")
     p.add_argument("-M", type=int, required=True, help="microbatches per step")
     p.add_argument("-V", type=int, default=None, help="virtual stages per rank")
-    add_cost_arguments(p, tf=1.0, tb=2.0, tw=0.0, tfb=None, comm=0.0, fixed=0.0)
+    add_cost_arguments(p, **COST_DEFAULTS)
+    p.add_argument("--costs", metavar="FILE", default=None,
+                   help="costs from a JSON file (pplab calibrate --out FILE), not the flags")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--plot", metavar="PNG", help="save the timeline drawing")
     p.add_argument("--trace", metavar="JSON", help="save a Chrome/Perfetto trace")
@@ -34,9 +39,20 @@ def result_dict(schedule, timeline) -> dict:
                                                    key=lambda e: (e.start, e.rank))]}
 
 
+def _costs(args) -> Costs:
+    """The cost flags, or ``--costs FILE`` (then no cost flag may be given as well)."""
+    if args.costs is None:
+        return Costs(**cost_values(args, *COST_DEFAULTS))
+    given = [f"--{k}" for k, d in COST_DEFAULTS.items() if getattr(args, k) != d]
+    if given:
+        raise ValueError(f"give --costs FILE or cost flags, not both ({', '.join(given)})")
+    from ..calibrate import load_costs
+    return load_costs(args.costs)
+
+
 def main(args) -> int:
     schedule = make_schedule(args.schedule, args.P, args.M, args.V)
-    costs = Costs(**cost_values(args, "tf", "tb", "tw", "tfb", "comm", "fixed"))
+    costs = _costs(args)
     timeline = simulate(schedule, costs)
     if args.plot:
         from ..draw import draw_timeline

@@ -1,0 +1,228 @@
+"""Fit the simulator's ``Costs`` to measured timelines (``pplab calibrate``).
+
+Pure Python (no numpy): it runs wherever the simulator does. The real runs that produce the
+timelines live in ``pplab/runtime/calibration.py``.
+
+Three kinds of observation, each read straight off a measured ``Timeline``:
+
+* **op durations** (event end − start, which the worker records after the op's input has
+  arrived, so they are work, not waiting). Each one is a linear equation in the unknowns
+  ``tf, tb, tw, fixed``: e.g. an I op of a half-size V chunk lasts ``(tb − tw)·½ + fixed``.
+  Ordinary least squares over all of them gives the four numbers; ``fixed`` is separable
+  only when runs with different chunk sizes (1F1B's whole stages, interleaved or V-shape
+  halves) are in the data, otherwise it is left at 0 and absorbed into the per-kind times.
+* **dispatch gaps**: the time between two ops of a rank when the second one's input was
+  already there (posting sends and receives, Python's loop). The simulator has no such gap,
+  so its median is added to ``fixed`` — every op then ends as late as it really does.
+* **message latencies**: for an op that had to wait for another rank, its start minus the
+  producer's end. The median, less the dispatch gap already counted in ``fixed``, is
+  ``comm``. Medians, not means, because a descheduled process (other jobs on the cores)
+  makes these two heavy-tailed.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field, replace
+
+from .simulate import Costs, simulate
+from .timeline import Timeline
+
+#: the columns of the least-squares design matrix: one unknown each
+UNKNOWNS = ("tf", "tb", "tw", "fixed")
+#: per kind: the coefficients of (tf, tb, tw) in its duration, before the chunk fraction
+KIND_ROWS = {"F": (1, 0, 0), "B": (0, 1, 0), "I": (0, 1, -1), "W": (0, 0, 1), "FB": (1, 1, 0)}
+
+
+@dataclass
+class Observations:
+    """What the fit uses, gathered from one or more measured timelines."""
+    rows: list[tuple[tuple[float, ...], float]] = field(default_factory=list)  # (coefs, s)
+    gaps: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    makespans: list[tuple[object, float]] = field(default_factory=list)  # (schedule, s)
+    fractions: set[float] = field(default_factory=set)    # chunk sizes seen (fixed needs 2)
+
+
+def chunk_fraction(schedule, op) -> float:
+    """The share of a rank's layers one op runs, as ``Costs.duration_fn`` scales it."""
+    return schedule.chunk_fraction(op.parts[-1].stage if op.kind == "FB" else op.stage)
+
+
+def _op_row(schedule, op) -> tuple[float, ...]:
+    """Coefficients of (tf, tb, tw, fixed) in one op's duration."""
+    return tuple(c * chunk_fraction(schedule, op) for c in KIND_ROWS[op.kind]) + (1.0,)
+
+
+def observe(timeline: Timeline, into: Observations | None = None) -> Observations:
+    """Add one measured timeline's op durations, gaps, latencies and makespan to ``into``."""
+    obs = into if into is not None else Observations()
+    schedule = timeline.schedule
+    if schedule is None:
+        raise ValueError("calibration needs timelines that carry their schedule")
+    ends = {}                                       # action -> (rank, end)
+    for e in timeline.events:
+        for a in e.op.parts:
+            ends[a] = (e.rank, e.end)
+    for rank in range(timeline.num_ranks):
+        prev_end = None
+        for e in timeline.rank_events(rank):
+            obs.rows.append((_op_row(schedule, e.op), e.duration))
+            obs.fractions.add(chunk_fraction(schedule, e.op))
+            remote = [ends[d] for a in e.op.parts for d in _inputs(schedule, a)
+                      if d in ends and ends[d][0] != rank]
+            ready = max((end for _, end in remote), default=None)
+            if prev_end is not None and (ready is None or ready < prev_end):
+                obs.gaps.append(e.start - prev_end)          # the input was already there
+            elif ready is not None and (prev_end is None or ready >= prev_end):
+                obs.latencies.append(e.start - ready)        # this rank waited for a message
+            prev_end = e.end
+    obs.makespans.append((schedule, timeline.makespan))
+    return obs
+
+
+def _inputs(schedule, action):
+    """The action that made this action's input on a neighbouring stage, if any."""
+    src = schedule.input_of(action)
+    return [src] if src is not None else []
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """Solve a small dense system by Gaussian elimination; None when it is singular."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
+        if abs(m[pivot][col]) < 1e-12:
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(n):
+            if r != col:
+                k = m[r][col] / m[col][col]
+                m[r] = [x - k * y for x, y in zip(m[r], m[col])]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def least_squares(rows, columns: tuple[int, ...]) -> list[float] | None:
+    """Weighted least squares ``(coefs, y, weight)`` on the chosen columns (normal equations;
+    4 unknowns at most). Unknowns no row mentions are 0; None when still singular."""
+    used = [c for c in columns if any(abs(coefs[c]) > 0 for coefs, _, _ in rows)]
+    ata = [[sum(w * r[i] * r[j] for r, _, w in rows) for j in used] for i in used]
+    atb = [sum(w * r[i] * y for r, y, w in rows) for i in used]
+    x = _solve(ata, atb) if used else []
+    if x is None:
+        return None
+    out = [0.0] * len(UNKNOWNS)
+    for c, v in zip(used, x):
+        out[c] = v
+    return out
+
+
+def median_rows(rows) -> list[tuple[tuple[float, ...], float, int]]:
+    """One row per distinct equation (op kind × chunk size): the median duration, weighted
+    by how many ops it stands for. On a shared machine a few ops are descheduled for 10×
+    their time; the median keeps them from dragging the least-squares fit."""
+    groups: dict[tuple, list[float]] = {}
+    for coefs, y in rows:
+        groups.setdefault(coefs, []).append(y)
+    return [(c, statistics.median(ys), len(ys)) for c, ys in groups.items()]
+
+
+def fit_op_times(obs: Observations) -> dict[str, float]:
+    """``tf, tb, tw, fixed`` from the op durations. ``fixed`` only when it is separable (at
+    least two chunk sizes) and comes out ≥ 0; otherwise refit without it."""
+    if not obs.rows:
+        raise ValueError("no measured ops to calibrate from")
+    rows = median_rows(obs.rows)
+    x = least_squares(rows, (0, 1, 2, 3)) if len(obs.fractions) > 1 else None
+    if x is None or x[3] < 0:
+        x = least_squares(rows, (0, 1, 2))
+    if x is None:
+        raise ValueError("the measured ops do not determine tf, tb and tw")
+    tf, tb, tw, fixed = (max(0.0, v) for v in x)
+    return {"tf": tf, "tb": max(tb, tw), "tw": tw, "fixed": fixed}
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured
+
+
+def fit_overhead(costs: Costs, makespans, iterations: int = 60) -> Costs:
+    """The makespan part of the fit: one more per-op overhead, added to ``fixed``, that the
+    op durations cannot see (a process descheduled between ops, the dispatch loop), chosen
+    to minimise the squared relative makespan errors of the calibration runs. The simulated
+    makespan is piecewise linear and non-decreasing in it, so a golden-section search on
+    an interval finds it; the extra may be negative down to ``-fixed``."""
+    if not makespans:
+        return costs
+
+    def loss(extra: float) -> float:
+        c = replace(costs, fixed=costs.fixed + extra)
+        return sum(relative_error(simulate(s, c).makespan, m) ** 2 for s, m in makespans)
+
+    lo = -costs.fixed
+    hi = max(m / max(len(ops) for ops in s.ranks) for s, m in makespans)
+    ratio = (5 ** 0.5 - 1) / 2
+    a, b = lo + (1 - ratio) * (hi - lo), lo + ratio * (hi - lo)
+    fa, fb = loss(a), loss(b)
+    for _ in range(iterations):
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = lo + (1 - ratio) * (hi - lo)
+            fa = loss(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + ratio * (hi - lo)
+            fb = loss(b)
+    extra = (lo + hi) / 2
+    return replace(costs, fixed=max(0.0, costs.fixed + extra))
+
+
+def fit_costs(timelines, use_makespans: bool = True) -> Costs:
+    """The calibrated ``Costs`` for a list of measured timelines (see the module docstring)."""
+    obs = Observations()
+    for tl in timelines:
+        observe(tl, obs)
+    times = fit_op_times(obs)
+    gap = max(0.0, statistics.median(obs.gaps)) if obs.gaps else 0.0
+    latency = statistics.median(obs.latencies) if obs.latencies else 0.0
+    costs = Costs(tf=times["tf"], tb=times["tb"], tw=times["tw"],
+                  fixed=times["fixed"] + gap, comm=max(0.0, latency - gap))
+    return fit_overhead(costs, obs.makespans) if use_makespans else costs
+
+
+# ---- files ----------------------------------------------------------------------------------
+COST_FIELDS = ("tf", "tb", "tw", "tfb", "comm", "fixed")
+
+
+def costs_to_dict(costs: Costs) -> dict:
+    """The JSON form of a ``Costs`` (seconds), which ``load_costs`` reads back."""
+    d = {k: getattr(costs, k) for k in COST_FIELDS}
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def load_costs(path: str) -> Costs:
+    """A ``Costs`` from a JSON file written by ``pplab calibrate --out`` (or by hand: an
+    object with any of tf, tb, tw, tfb, comm, fixed; a ``costs`` key inside is read too).
+    ValueError in one line for a missing, unreadable or wrong file."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise ValueError(f"cannot read costs file {path!r}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"costs file {path!r} is not JSON: {e.msg} (line {e.lineno})") \
+            from None
+    if isinstance(d, dict) and isinstance(d.get("costs"), dict):
+        d = d["costs"]
+    if not isinstance(d, dict):
+        raise ValueError(f"costs file {path!r} must hold a JSON object like "
+                         '{"tf": 0.002, "tb": 0.004}')
+    unknown = sorted(set(d) - set(COST_FIELDS))
+    if unknown:
+        raise ValueError(f"costs file {path!r} has unknown field(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(COST_FIELDS)}")
+    try:
+        return Costs(**{k: (None if v is None else float(v)) for k, v in d.items()})
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"costs file {path!r}: {e}") from None

@@ -1,0 +1,137 @@
+"""``pplab calibrate``: the fit recovers known costs from simulated timelines, bad inputs give
+one-line errors (exit 2), and one real P = 2 calibration predicts 1F1B within 10 %."""
+import json
+
+import pytest
+
+from pplab import make_schedule, simulate
+from pplab.calibrate import (costs_to_dict, fit_costs, fit_op_times, least_squares,
+                             load_costs, observe)
+from pplab.cli import main
+from pplab.simulate import Costs
+
+KNOWN = Costs(tf=2e-3, tb=4e-3, tw=1.5e-3, comm=3e-4, fixed=5e-4)
+
+
+def _timelines(costs, names=("1f1b", "interleaved", "zbv"), P=2, M=8):
+    return [simulate(make_schedule(n, P, M), costs) for n in names]
+
+
+@pytest.mark.parametrize("P", [2, 4])
+def test_fit_recovers_known_costs_from_simulated_timelines(P):
+    got = fit_costs(_timelines(KNOWN, P=P))
+    for name in ("tf", "tb", "tw", "comm", "fixed"):
+        assert getattr(got, name) == pytest.approx(getattr(KNOWN, name), rel=1e-6, abs=1e-9)
+
+
+def test_fit_recovers_costs_and_every_schedule_then_simulates_the_same_makespan():
+    got = fit_costs(_timelines(KNOWN))
+    for name in ("gpipe", "zb-h1", "v-min", "dualpipev", "bfs"):
+        s = make_schedule(name, 2, 8)
+        assert simulate(s, got).makespan == pytest.approx(simulate(s, KNOWN).makespan)
+
+
+def test_one_chunk_size_leaves_fixed_at_zero_and_folds_it_into_the_op_times():
+    """Only whole stages (1F1B): fixed cannot be told apart from tf and tb."""
+    got = fit_op_times(observe(simulate(make_schedule("1f1b", 2, 8), KNOWN)))
+    assert got["fixed"] == 0
+    assert got["tf"] == pytest.approx(KNOWN.tf + KNOWN.fixed)
+    assert got["tb"] == pytest.approx(KNOWN.tb + KNOWN.fixed)
+
+
+def test_median_rows_ignore_a_descheduled_op():
+    """One op stretched 20× (another job took the core) barely moves the fit."""
+    tl = simulate(make_schedule("1f1b", 2, 8), Costs(tf=1.0, tb=2.0))
+    e = tl.events[3]
+    tl.events[3] = type(e)(e.rank, e.op, e.start, e.start + 20 * e.duration)
+    got = fit_op_times(observe(tl))
+    assert got["tf"] == pytest.approx(1.0) and got["tb"] == pytest.approx(2.0)
+
+
+def test_least_squares_solves_an_overdetermined_line():
+    rows = [((1.0, 0, 0, 1.0), 3.0, 1), ((0.5, 0, 0, 1.0), 2.0, 1), ((0.25, 0, 0, 1.0), 1.5, 1)]
+    tf, _, _, fixed = least_squares(rows, (0, 3))
+    assert (tf, fixed) == (pytest.approx(2.0), pytest.approx(1.0))
+
+
+def test_costs_file_round_trips_and_feeds_pplab_simulate(tmp_path, capsys):
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({"costs": costs_to_dict(KNOWN), "P": 2}))
+    assert load_costs(str(path)) == KNOWN
+    assert main(["simulate", "-s", "1f1b", "-P", "2", "-M", "8", "--costs", str(path),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["makespan"] == pytest.approx(simulate(make_schedule("1f1b", 2, 8),
+                                                     KNOWN).makespan)
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "cannot read costs file"),
+    ("{not json", "is not JSON"),
+    ("[1, 2]", "must hold a JSON object"),
+    ('{"tf": 1, "speed": 2}', "unknown field(s) speed"),
+    ('{"tf": -1}', "cost tf must be ≥ 0"),
+])
+def test_bad_costs_file_is_one_line_and_exit_2(tmp_path, capsys, content, says):
+    path = tmp_path / "costs.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["simulate", "-s", "1f1b", "-P", "2", "-M", "4", "--costs", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["-P", "1"], "-P must be ≥ 2"),
+    (["--repeats", "0"], "--repeats and --steps must be ≥ 1"),
+    (["--on", "nope"], "unknown schedule 'nope'"),
+    (["--on", ","], "--on needs at least one schedule"),
+    (["--on", "dualpipe", "-P", "3"], "dualpipe needs an even number of ranks"),
+    (["--tf", "0.1"], "only make sense with --emulate"),
+    (["--out", "/no/such/folder/c.json"], "does not exist"),
+    (["--timeout", "0"], "--timeout must be > 0"),
+    (["--hidden", "63"], "must be divisible by heads"),
+])
+def test_bad_calibrate_arguments_are_one_line_and_exit_2(capsys, argv, says):
+    assert main(["calibrate"] + argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cost_flags_and_costs_file_together_are_refused(tmp_path, capsys):
+    path = tmp_path / "c.json"
+    path.write_text('{"tf": 1}')
+    assert main(["simulate", "-s", "1f1b", "-P", "2", "-M", "4", "--costs", str(path),
+                 "--comm", "0.5"]) == 2
+    assert "not both (--comm)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.torchrun
+def test_real_calibration_at_P2_predicts_1f1b_within_10_percent(tmp_path, capsys):
+    """Real torchrun jobs; emulated op durations (sleeps on top of the real compute) keep
+    two shared cores' load from swamping the schedule's own timing."""
+    path = tmp_path / "costs.json"
+    code = main(["calibrate", "-P", "2", "-M", "8", "--on", "1f1b,interleaved,zbv",
+                 "--repeats", "1", "--emulate", "--tf", "0.02", "--tb", "0.04", "--tw",
+                 "0.015", "--table", "--out", str(path), "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    fitted = out["costs"]
+    assert fitted["tf"] >= 0.02 and fitted["tb"] >= 0.04 and fitted["tw"] >= 0.015 * 0.9
+    row = next(r for r in out["table"] if r["schedule"] == "1f1b")
+    assert abs(row["calibrated_error"]) <= 0.10, row
+    assert load_costs(str(path)).tf == fitted["tf"]
+
+
+def test_comparison_rows_from_simulated_measurements_have_zero_calibrated_error():
+    pytest.importorskip("torch")
+    from pplab.runtime.calibration import calibrate_on, comparison, table_text
+    measured = {n: [simulate(make_schedule(n, 2, 8), KNOWN)] * 2
+                for n in ("1f1b", "interleaved", "zbv", "gpipe", "dualpipev")}
+    rows = comparison(measured, calibrate_on(measured, ("1f1b", "interleaved", "zbv")))
+    assert all(abs(r["calibrated_error"]) < 1e-9 for r in rows)
+    assert all(r["runs"] == 2 and r["spread"] == 0 for r in rows)
+    assert all(r["default_error"] != 0 for r in rows)     # tb = 2·tf, no comm: off
+    text = table_text(rows)
+    assert text.count("\n") == len(rows) + 1 and "| dualpipev | 2 |" in text
