@@ -86,29 +86,10 @@ def count_fsdp_pp_collectives(M: int = 4, reshard_after_forward: bool = True,
                               timeout: float = 300.0) -> list[dict]:
     """Run the 2-process FSDP2 + 1F1B step under torchrun; per rank, the all-gathers and
     reduce-scatters of one block's parameters in that step."""
-    import subprocess
-    import sys
-
-    from .launcher import _free_port
-    tmp = tempfile.mkdtemp(prefix="pplab-fsdp-pp-")
-    job = {"M": M, "reshard_after_forward": reshard_after_forward,
-           "out": os.path.join(tmp, "out.json")}
-    with open(os.path.join(tmp, "job.json"), "w") as f:
-        json.dump(job, f)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2",
-           "--master-addr=127.0.0.1", f"--master-port={_free_port()}",
-           "-m", "pplab.runtime.fsdp_pp_probe", os.path.join(tmp, "job.json")]
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"the FSDP2 + PP run did not finish in {timeout:.0f} s") from None
-    if out.returncode != 0:
-        raise RuntimeError("the FSDP2 + PP run failed: " + (out.stderr or out.stdout)[-2000:])
-    with open(job["out"]) as f:
-        return json.load(f)
+    from .torchrun_job import run_module_job
+    return run_module_job("pplab.runtime.fsdp_pp_probe", 2,
+                          {"M": M, "reshard_after_forward": reshard_after_forward},
+                          "the FSDP2 + PP run", timeout)
 
 
 if __name__ == "__main__":

@@ -129,32 +129,14 @@ def run_csv_in_torch(csv_text: str, M: int, timeout: float = 300.0) -> dict:
     torchrun; returns torch's per-rank order and the gradient error against one process.
 
     A failed job raises RuntimeError with the tail of torch's output."""
-    import json
-    import subprocess
-    import sys
-
-    from .launcher import _free_port
+    from .torchrun_job import run_module_job
     P = len([ln for ln in csv_text.splitlines() if ln.strip()])
-    tmp = tempfile.mkdtemp(prefix="pplab-csv-")
-    job = {"csv": os.path.join(tmp, "schedule.csv"), "M": M, "out": os.path.join(tmp, "out.json")}
-    with open(job["csv"], "w") as f:
+    folder = tempfile.mkdtemp(prefix="pplab-csv-")
+    path = os.path.join(folder, "schedule.csv")
+    with open(path, "w") as f:
         f.write(csv_text)
-    with open(os.path.join(tmp, "job.json"), "w") as f:
-        json.dump(job, f)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={P}",
-           "--master-addr=127.0.0.1", f"--master-port={_free_port()}",
-           "-m", "pplab.runtime.torch_bridge", os.path.join(tmp, "job.json")]
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"torch's CSV run did not finish in {timeout:.0f} s") from None
-    if out.returncode != 0:
-        raise RuntimeError("torch's CSV run failed: " + (out.stderr or out.stdout)[-1500:])
-    with open(job["out"]) as f:
-        return json.load(f)
+    return run_module_job("pplab.runtime.torch_bridge", P, {"csv": path, "M": M},
+                          "torch's CSV run", timeout)
 
 
 if __name__ == "__main__":
