@@ -7,6 +7,7 @@ multi-process comparison of orders and gradients is ``benchmarks/bench_runtime_v
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 
@@ -135,8 +136,11 @@ def run_csv_in_torch(csv_text: str, M: int, timeout: float = 300.0) -> dict:
     path = os.path.join(folder, "schedule.csv")
     with open(path, "w") as f:
         f.write(csv_text)
-    return run_module_job("pplab.runtime.torch_bridge", P, {"csv": path, "M": M},
-                          "torch's CSV run", timeout)
+    try:
+        return run_module_job("pplab.runtime.torch_bridge", P, {"csv": path, "M": M},
+                              "torch's CSV run", timeout)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,13 +25,16 @@ def run_module_job(module: str, nproc: int, job: dict, what: str, timeout: float
         json.dump(job, f)
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}",
            "--master-addr=127.0.0.1", f"--master-port={_free_port()}", "-m", module, path]
-    env = dict(os.environ, OMP_NUM_THREADS="1",
+    # torch's own folders (torchelastic_*) land in the job folder, removed with it
+    env = dict(os.environ, OMP_NUM_THREADS="1", TMPDIR=tmp,
                PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if out.returncode != 0:
+            raise RuntimeError(f"{what} failed: " + (out.stderr or out.stdout)[-2000:])
+        with open(job["out"]) as f:
+            return json.load(f)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{what} did not finish in {timeout:.0f} s") from None
-    if out.returncode != 0:
-        raise RuntimeError(f"{what} failed: " + (out.stderr or out.stdout)[-2000:])
-    with open(job["out"]) as f:
-        return json.load(f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
