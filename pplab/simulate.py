@@ -235,9 +235,11 @@ def _describe_deadlock(schedule, pointer, owner, stuck) -> str:
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = "auto",
-             **cost_kw) -> Timeline:
+             network=None, **cost_kw) -> Timeline:
     """Simulate ``schedule`` under ``costs`` (or keyword costs, e.g. ``tf=1, tb=2``);
-    ``executor`` as for :func:`execute` (every choice gives the same timeline)."""
+    ``executor`` as for :func:`execute` (every choice gives the same timeline).
+    ``network``: a ``pplab.streams.Link``, to play the lowered lists with communication as
+    its own stream instead (``costs.comm`` is then unused: the link's latency is the hop)."""
     if costs is None:
         costs = Costs(**cost_kw)
     elif cost_kw:
@@ -245,6 +247,8 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = 
     if costs.stage_scale is not None and len(costs.stage_scale) != schedule.num_stages:
         raise ValueError(f"stage_scale has {len(costs.stage_scale)} entries but the schedule has "
                          f"{schedule.num_stages} stages")
+    if network is not None:           # duck-typed: the stream model imports this module
+        return network.simulate(schedule, costs)
     events = execute(schedule, costs.duration_fn(schedule), costs.comm, executor, by_class=True)
     return Timeline(schedule.P, events, "simulated", schedule,
                     {"schedule": schedule.name, "P": schedule.P, "M": schedule.M,

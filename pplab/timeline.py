@@ -28,6 +28,23 @@ class Event(NamedTuple):
         return {"rank": self.rank, "action": str(self.op), "start": self.start, "end": self.end}
 
 
+class Transfer(NamedTuple):
+    """Communication seen on one rank's lane: a point-to-point message (``kind`` "act" or
+    "grad", from ``src`` to ``dst``) or an expert-parallel all-to-all (``kind`` "a2a",
+    ``src == dst``, the rank doing it), from its start to the moment its data is there.
+    Simulated by :mod:`pplab.streams`; a measured run may record them too."""
+    src: int
+    dst: int
+    kind: str
+    what: str
+    start: float
+    end: float
+
+    def to_dict(self) -> dict:
+        return {"src": self.src, "dst": self.dst, "kind": self.kind, "what": self.what,
+                "start": self.start, "end": self.end}
+
+
 _START_END = attrgetter("start", "end")
 
 
@@ -94,6 +111,9 @@ class Timeline:
     source: str = "simulated"
     schedule: Schedule | None = None
     meta: dict = field(default_factory=dict)
+    #: communication intervals (empty unless the stream model or a trace recorded them);
+    #: the metrics below read compute events only
+    transfers: list[Transfer] = field(default_factory=list)
 
     # ---- metrics -------------------------------------------------------------------------
     def _extent(self) -> tuple[float, float, list[float]]:
@@ -193,19 +213,27 @@ class Timeline:
     # ---- conversion ----------------------------------------------------------------------
     def shifted(self, offset: float) -> "Timeline":
         moved = [Event(e.rank, e.op, e.start + offset, e.end + offset) for e in self.events]
-        return Timeline(self.num_ranks, moved, self.source, self.schedule, dict(self.meta))
+        xfers = [t._replace(start=t.start + offset, end=t.end + offset) for t in self.transfers]
+        return Timeline(self.num_ranks, moved, self.source, self.schedule, dict(self.meta),
+                        xfers)
 
     def to_dict(self) -> dict:
         t0 = self.start
-        return {"source": self.source, "num_ranks": self.num_ranks, **self.metrics(),
-                "ranks": self.rank_orders(),
-                "events": [dict(e.to_dict(), start=e.start - t0, end=e.end - t0)
-                           for e in sorted(self.events, key=lambda e: (e.start, e.rank))],
-                "meta": self.meta}
+        out = {"source": self.source, "num_ranks": self.num_ranks, **self.metrics(),
+               "ranks": self.rank_orders(),
+               "events": [dict(e.to_dict(), start=e.start - t0, end=e.end - t0)
+                          for e in sorted(self.events, key=lambda e: (e.start, e.rank))],
+               "meta": self.meta}
+        if self.transfers:                 # absent when empty: older readers see no change
+            out["transfers"] = [dict(t.to_dict(), start=t.start - t0, end=t.end - t0)
+                                for t in self.transfers]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict, schedule: Schedule | None = None) -> "Timeline":
         events = [Event(int(e["rank"]), parse_op(e["action"]), float(e["start"]), float(e["end"]))
                   for e in d["events"]]
+        xfers = [Transfer(int(t["src"]), int(t["dst"]), t["kind"], t["what"],
+                          float(t["start"]), float(t["end"])) for t in d.get("transfers", ())]
         return cls(int(d["num_ranks"]), events, d.get("source", "measured"), schedule,
-                   dict(d.get("meta", {})))
+                   dict(d.get("meta", {})), xfers)

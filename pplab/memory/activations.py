@@ -67,6 +67,14 @@ def last_stage_extra_bytes(s: int, b: int, h: int, vocab: int, t: int = 1, sp: b
     return 4 * s * b * h * k / (t if sp else 1) + 4 * s * b * vocab / t
 
 
+def boundary_activation_bytes(s: int, b: int, h: int, t: int = 1,
+                              bytes_per_value: float = 2) -> float:
+    """Bytes of one activation crossing a pipeline stage boundary (and of its gradient coming
+    back): the s·b·h hidden states, 1/t of them per GPU under TP (Megatron's scatter/gather;
+    with SP they are sharded already, so SP does not change the figure)."""
+    return s * b * h * bytes_per_value / t
+
+
 def seed_article_layer_bytes(s: int, b: int, h: int, a: int) -> float:
     """The seed article's rough figure b·s·(10h + a·s)·2 bytes — kept only to show the gap."""
     return b * s * (10 * h + a * s) * 2

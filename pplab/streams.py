@@ -1,0 +1,326 @@
+"""Communication as its own stream: a schedule's *lowered* lists (pplab/lower.py, the lists the
+real worker runs) played with compute and communication apart.
+
+Each rank runs its list in order. A compute op waits for its inputs; a SEND posts its message
+and moves on; a RECV posts a receive and moves on, unless receives are ``blocking``, when the
+rank stops there until the data is in. A message costs ``latency + bytes / bandwidth``.
+
+Two transports:
+
+* tag-matched (``in_order=None``, gloo): a message leaves when its SEND is posted, one after
+  another on the sender's send stream (``bytes / bandwidth`` each), lands ``latency`` later
+  and is there for the receiver once its RECV is posted too. Nothing waits behind anything.
+* in-order (``in_order="pair"`` or ``"rank"``, NCCL): every message sits in a queue on both of
+  its ranks (one queue per pair of ranks, or one per rank, as a single communication stream)
+  and runs only when it heads both queues and both sides have posted it; a receive at the
+  head blocks whatever is queued behind it (head-of-line blocking).
+
+Expert parallelism: a forward or backward on an MoE stage also runs an all-to-all
+(``ep_a2a``). Alone it is exposed: the op lasts compute + all-to-all. In DualPipe's
+overlapped pair each half's all-to-all hides under the other half's compute, so the pair
+lasts ``max(tf + tb, a2a_f + a2a_b)`` (pplab/overlap.py): F&B comes out of the model. A
+``Costs.tfb`` given by hand still overrides it.
+
+With infinite bandwidth, zero latency and no all-to-all this is ``simulate`` exactly; with
+``latency = comm`` on the tag-matched transport it is today's per-hop ``comm`` model
+(tests/core/test_streams.py checks both on every schedule).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from .ir import Comm, Item, Schedule
+from .lower import LOWERINGS, Message, lower, message_of
+from .simulate import Costs, DeadlockError, dependency_keys
+from .timeline import Event, Timeline, Transfer
+
+QUEUES = (None, "pair", "rank")
+
+
+@dataclass(frozen=True)
+class Link:
+    """How pipeline messages travel (units: those of the costs, e.g. ms, and bytes).
+
+    ``act_bytes`` / ``grad_bytes``: one activation forward / one gradient backward across a
+    stage boundary (``pplab.memory.boundary_activation_bytes``); ``ep_a2a``: the time of one
+    chunk's expert-parallel all-to-all in its (forward, backward), 0 for a dense model;
+    ``moe_stages``: which stages have experts (None: all). ``lowering`` picks the posting
+    order (pplab/lower.py); ``in_order`` the queueing (module doc); ``blocking`` makes a RECV
+    wait where it is posted, as a plain ``recv()`` does.
+    """
+    latency: float = 0.0
+    bandwidth: float = math.inf
+    act_bytes: float = 0.0
+    grad_bytes: float | None = None
+    ep_a2a: tuple[float, float] = (0.0, 0.0)
+    moe_stages: frozenset[int] | None = None
+    lowering: str = "up-front"
+    in_order: str | None = None
+    blocking: bool = False
+
+    def __post_init__(self):
+        for name in ("latency", "bandwidth", "act_bytes"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"Link {name} must be ≥ 0, got {getattr(self, name)}")
+        if self.bandwidth == 0:
+            raise ValueError("Link bandwidth must be > 0 (math.inf for free transfers)")
+        if self.grad_bytes is not None and self.grad_bytes < 0:
+            raise ValueError(f"Link grad_bytes must be ≥ 0, got {self.grad_bytes}")
+        if len(self.ep_a2a) != 2 or min(self.ep_a2a) < 0:
+            raise ValueError(f"ep_a2a is (forward, backward) all-to-all times ≥ 0, "
+                             f"got {self.ep_a2a}")
+        if self.lowering not in LOWERINGS:
+            raise ValueError(f"lowering must be one of {', '.join(LOWERINGS)}, "
+                             f"got {self.lowering!r}")
+        if self.in_order not in QUEUES:
+            raise ValueError(f"in_order must be None, 'pair' or 'rank', got {self.in_order!r}")
+
+    def transfer_time(self, nbytes: float) -> float:
+        """Seconds (cost units) one message of ``nbytes`` keeps its stream busy, latency
+        not included."""
+        return 0.0 if self.bandwidth == math.inf else nbytes / self.bandwidth
+
+    def bytes_of(self, kind: str) -> float:
+        return self.act_bytes if kind == "act" or self.grad_bytes is None else self.grad_bytes
+
+    def simulate(self, schedule: Schedule, costs) -> Timeline:
+        """``simulate(schedule, costs, network=link)`` lands here."""
+        return simulate_streams(schedule, costs, self)
+
+
+def _durations(schedule: Schedule, costs, link: Link):
+    """``op -> (duration, a2a intervals as (offset, length, label))``."""
+    base = costs.duration_fn(schedule)
+    fa, fb = link.ep_a2a
+    moe = link.moe_stages
+    cache: dict = {}
+
+    def a2a(action) -> float:
+        if moe is not None and action.stage not in moe:
+            return 0.0
+        t = fa if action.kind == "F" else fb if action.kind in ("B", "I") else 0.0
+        return t * schedule.chunk_fraction(action.stage)
+
+    def duration(op):
+        key = (op.kind, tuple(a.stage for a in op.parts))
+        if key in cache:
+            d, parts = cache[key]
+            return d, parts
+        d = base(op)
+        if op.kind == "FB":
+            f, b = op.parts
+            af, ab = a2a(f), a2a(b)
+            if costs.tfb is None:            # the pair hides each all-to-all under compute
+                d += max(0.0, af + ab - (d - costs.fixed))
+            parts = [(0.0, ab, "B"), (ab, af, "F")] if af + ab else []
+        else:
+            t = a2a(op)
+            parts = [(d, t, op.kind)] if t else []
+            d += t
+        cache[key] = (d, parts)
+        return d, parts
+    return duration
+
+
+def simulate_streams(schedule: Schedule, costs=None, link: Link | None = None,
+                     lowered: Sequence[Sequence[Item]] | None = None, **cost_kw) -> Timeline:
+    """Simulate ``schedule``'s lowered lists (``lowered``, or ``link.lowering``'s) on
+    ``link``; returns a Timeline whose ``transfers`` hold every message and all-to-all."""
+    if costs is None:
+        costs = Costs(**cost_kw)
+    link = link or Link()
+    rows = lowered if lowered is not None else lower(schedule, link.lowering)
+    run = _Run(schedule, rows, _durations(schedule, costs, link), link)
+    run.go()
+    meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
+            "costs": {"tf": costs.tf, "tb": costs.tb, "tw": costs.tw, "tfb": costs.tfb,
+                      "fixed": costs.fixed},
+            "link": {"latency": link.latency, "bandwidth": link.bandwidth,
+                     "act_bytes": link.act_bytes, "ep_a2a": list(link.ep_a2a),
+                     "lowering": link.lowering, "in_order": link.in_order,
+                     "blocking": link.blocking}}
+    return Timeline(schedule.P, run.events, "simulated", schedule, meta, run.transfers)
+
+
+class _Run:
+    """One pass over the lowered lists. Like the reference executor, a rank runs until it
+    needs something not yet known, and is woken when that becomes known (linear time)."""
+
+    def __init__(self, schedule: Schedule, rows, duration, link: Link):
+        self.s, self.duration, self.link = schedule, duration, link
+        self.rows = [self._compile(r, row) for r, row in enumerate(rows)]
+        self.pos, self.now = [0] * schedule.P, [0.0] * schedule.P
+        self.end_of: dict[tuple, float] = {}
+        self.sent: dict[Message, float] = {}      # send posted at
+        self.posted: dict[Message, float] = {}    # receive posted at
+        self.arrive: dict[Message, float] = {}    # data there (tag-matched: at the receiver)
+        self.send_free = [0.0] * schedule.P
+        self.queues: dict = {}                    # in-order: queue key -> [messages], head
+        self.q_free: dict = {}
+        self.waiting: dict[Message, list[int]] = {}
+        self.events: list[Event] = []
+        self.transfers: list[Transfer] = []
+
+    def _compile(self, rank: int, row):
+        """Each item as ("op", op, deps on this rank, messages it needs) or ("send"/"recv",
+        message)."""
+        s, out = self.s, []
+        for x in row:
+            if isinstance(x, Comm):
+                m = message_of(s, x)
+                if rank not in (m.src, m.dst):
+                    raise ValueError(f"rank {rank} lists {x}, a message of ranks {m.src} "
+                                     f"and {m.dst}")
+                out.append(("send" if x.is_send else "recv", m))
+                continue
+            inner = {(a.stage, a.kind, a.microbatch) for a in x.parts}
+            local, msgs = [], []
+            for a in x.parts:
+                for dep in dependency_keys(s, a.stage, a.kind, a.microbatch):
+                    if dep in inner:
+                        continue
+                    src = s.stage_to_rank[dep[0]]
+                    if src == rank:
+                        local.append(dep)
+                    else:
+                        kind = "act" if a.kind == "F" else "grad"
+                        msgs.append(Message(kind, a.stage, a.microbatch, src, rank))
+            out.append(("op", x, local, msgs))
+        return out
+
+    # ---- messages ------------------------------------------------------------------------
+    def _queue_key(self, rank: int, m: Message):
+        return rank if self.link.in_order == "rank" else (rank, m.dst if rank == m.src else m.src)
+
+    def _post(self, rank: int, m: Message, send: bool) -> None:
+        t = self.now[rank]
+        (self.sent if send else self.posted)[m] = t
+        if self.link.in_order is None:
+            if send:
+                start = max(t, self.send_free[rank])
+                self.send_free[rank] = start + self.link.transfer_time(self.link.bytes_of(m.kind))
+                self._land(m, start, self.send_free[rank] + self.link.latency)
+            return
+        q = self.queues.setdefault(self._queue_key(rank, m), [[], 0])
+        q[0].append(m)
+        self._resolve(m)
+
+    def _resolve(self, m: Message) -> None:
+        """In-order: run ``m`` if it heads both its queues, then whatever that unblocks."""
+        todo = [m]
+        while todo:
+            m = todo.pop()
+            if m in self.arrive or m not in self.sent or m not in self.posted:
+                continue
+            qs = [self.queues[self._queue_key(r, m)] for r in (m.src, m.dst)]
+            if any(q[0][q[1]] != m for q in qs):
+                continue
+            keys = [self._queue_key(r, m) for r in (m.src, m.dst)]
+            start = max(self.sent[m], self.posted[m], *(self.q_free.get(k, 0.0) for k in keys))
+            end = start + self.link.transfer_time(self.link.bytes_of(m.kind)) + self.link.latency
+            for k, q in zip(keys, qs):
+                self.q_free[k] = end
+                q[1] += 1
+                if q[1] < len(q[0]):
+                    todo.append(q[0][q[1]])
+            self._land(m, start, end)
+
+    def _land(self, m: Message, start: float, end: float) -> None:
+        self.arrive[m] = end
+        self.transfers.append(Transfer(m.src, m.dst, m.kind,
+                                       f"{m.stage}{'F' if m.kind == 'act' else 'B'}"
+                                       f"{m.microbatch}", start, end))
+        self.waiting_wake(m)
+
+    def waiting_wake(self, m: Message) -> None:
+        self.todo.extend(self.waiting.pop(m, ()))
+
+    def _ready(self, rank: int, m: Message, op=None) -> float | None:
+        """When ``m``'s data is there for ``rank`` (None: not known yet)."""
+        if m not in self.posted:
+            what = f"runs {op}" if op is not None else "waits"
+            raise ValueError(f"rank {rank}: the lowered list {what} before posting the "
+                             f"receive of the {m}")
+        if m not in self.arrive:
+            self.waiting.setdefault(m, []).append(rank)
+            return None
+        return max(self.arrive[m], self.posted[m])
+
+    # ---- ranks ---------------------------------------------------------------------------
+    def _step(self, rank: int) -> bool:
+        """Run rank's next item; False when it must wait."""
+        entry = self.rows[rank][self.pos[rank]]
+        kind = entry[0]
+        if kind == "send":
+            m = entry[1]
+            prod = self.s.input_key(m.stage, "F" if m.kind == "act" else "B", m.microbatch)
+            made = self._made(m)
+            if made is None:
+                raise ValueError(f"rank {rank}: the lowered list sends the {m} before "
+                                 f"{'the op that makes it' if prod is None else prod} runs")
+            self._post(rank, m, True)
+        elif kind == "recv":
+            self._post(rank, entry[1], False)
+            if self.link.blocking:
+                t = self._ready(rank, entry[1])
+                if t is None:
+                    return False
+                self.now[rank] = max(self.now[rank], t)
+        else:
+            return self._compute(rank, *entry[1:])
+        return True
+
+    def _made(self, m: Message) -> float | None:
+        """End time of the op that makes ``m``'s data (None: not run yet)."""
+        if m.kind == "act":
+            return self.end_of.get((m.stage - 1, "F", m.microbatch))
+        nxt = m.stage + 1
+        return self.end_of.get((nxt, "B", m.microbatch),
+                               self.end_of.get((nxt, "I", m.microbatch)))
+
+    def _compute(self, rank: int, op, local, msgs) -> bool:
+        start = self.now[rank]
+        for dep in local:
+            end = self.end_of.get(dep)
+            if end is None:
+                self.stuck_on[rank] = f"{op} needs {dep[0]}{dep[1]}{dep[2]}, not run before it"
+                return False
+            start = max(start, end)
+        for m in msgs:
+            t = self._ready(rank, m, op)
+            if t is None:
+                return False
+            start = max(start, t)
+        d, a2a = self.duration(op)
+        end = start + d
+        self.events.append(Event(rank, op, start, end))
+        for off, length, label in a2a:
+            self.transfers.append(Transfer(rank, rank, "a2a", f"{label} all-to-all",
+                                           start + off, start + off + length))
+        for a in op.parts:
+            self.end_of[(a.stage, a.kind, a.microbatch)] = end
+        self.now[rank] = end
+        return True
+
+    def go(self) -> None:
+        self.todo = list(range(self.s.P))[::-1]
+        self.stuck_on: dict[int, str] = {}
+        while self.todo:
+            rank = self.todo.pop()
+            row = self.rows[rank]
+            while self.pos[rank] < len(row) and self._step(rank):
+                self.pos[rank] += 1
+        stuck = [r for r in range(self.s.P) if self.pos[r] < len(self.rows[r])]
+        if stuck:
+            raise DeadlockError("; ".join(self._why(r) for r in stuck) + " — deadlock")
+
+    def _why(self, rank: int) -> str:
+        if rank in self.stuck_on:
+            return f"rank {rank}: {self.stuck_on[rank]}"
+        entry = self.rows[rank][self.pos[rank]]
+        waits = [m for m, rs in self.waiting.items() if rank in rs]
+        what = f"the {waits[0]}" if waits else "a message"
+        head = entry[1] if entry[0] == "op" else f"{entry[0]} of the {entry[1]}"
+        return f"rank {rank} at {head} waits for {what}"

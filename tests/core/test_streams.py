@@ -1,0 +1,181 @@
+"""The stream model (pplab/streams.py): today's executor where they mean the same thing, and
+the effects it exists for where they do not (bandwidth, in-order queues, blocking receives,
+DualPipe's hidden all-to-all)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from pplab import Costs, DeadlockError, make_schedule, simulate
+from pplab.lower import lower
+from pplab.memory import boundary_activation_bytes
+from pplab.overlap import ChunkCosts
+from pplab.registry import NAMES
+from pplab.streams import Link, simulate_streams
+from pplab.timeline import Timeline
+
+from schedule_cases import valid_schedules
+
+SETTINGS = settings(max_examples=120, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+times = st.floats(min_value=0.0, max_value=4.0, allow_nan=False).map(lambda x: round(x, 3))
+GRID = valid_schedules((1, 2, 3, 4), (1, 4, 8), (None, 1, 2, 3))
+
+
+def key(e):
+    return (e.rank, e.start, e.end, str(e.op))
+
+
+def same_events(a: Timeline, b: Timeline) -> bool:
+    return sorted(a.events, key=key) == sorted(b.events, key=key)
+
+
+@pytest.mark.parametrize("sched", GRID, ids=lambda s: f"{s.name}-P{s.P}-M{s.M}-V{s.V}")
+def test_free_network_is_todays_simulate_on_every_schedule(sched):
+    """Infinite bandwidth, zero latency: every lowering, blocking receives or not, gives
+    today's events exactly (the paper reproductions stand on those)."""
+    costs = Costs(1, 2, 0.5)
+    want = simulate(sched, costs)
+    for lowering in ("up-front", "in-order", "just-in-time"):
+        got = simulate(sched, costs, network=Link(lowering=lowering))
+        assert same_events(got, want), lowering
+        assert got.makespan == want.makespan
+    assert same_events(simulate_streams(sched, costs, Link(lowering="just-in-time",
+                                                           blocking=True)), want)
+
+
+@st.composite
+def case(draw):
+    name = draw(st.sampled_from(NAMES))
+    P, M = draw(st.integers(1, 6)), draw(st.integers(1, 14))
+    V = draw(st.sampled_from([None, 1, 2, 3]))
+    try:
+        sched = make_schedule(name, P, M, V)
+    except ValueError:
+        assume(False)
+    tf, tb = draw(times), draw(times)
+    scale = draw(st.one_of(st.none(), st.lists(st.floats(0.25, 3.0), min_size=sched.num_stages,
+                                                max_size=sched.num_stages)))
+    costs = Costs(tf, tb, draw(st.floats(0.0, 1.0)) * tb, draw(st.one_of(st.none(), times)),
+                  comm=draw(times), fixed=draw(times) / 4, stage_scale=scale)
+    return sched, costs, draw(st.sampled_from(["up-front", "in-order", "just-in-time"]))
+
+
+@SETTINGS
+@given(case())
+def test_latency_equal_to_comm_is_todays_per_hop_model(c):
+    """On a tag-matched transport a message sent when its op ends lands ``latency`` later,
+    whatever the posting order: that is today's ``comm``, event for event."""
+    sched, costs, lowering = c
+    got = simulate(sched, costs, network=Link(latency=costs.comm, lowering=lowering))
+    assert same_events(got, simulate(sched, costs))
+
+
+def test_just_in_time_blocking_receives_are_free_and_front_loaded_ones_are_not():
+    """Interleaved 1F1B, B = 2F: receives posted where a unit-time run makes their data
+    (torch's front-loaded order) stop the rank before ops that do not need them."""
+    sched = make_schedule("interleaved", 4, 8, 2)
+    costs = Costs(1, 2)
+    base = simulate(sched, costs).makespan
+    jit = simulate(sched, costs, network=Link(lowering="just-in-time", blocking=True))
+    front = simulate(sched, costs, network=Link(lowering="front-loaded", blocking=True))
+    assert jit.makespan == base == 28.5
+    assert front.makespan == 32.0
+    # at unit costs the unit-time placement is exact, so the two orders agree
+    unit = [simulate(sched, Costs(1, 1), network=Link(lowering=lo, blocking=True)).makespan
+            for lo in ("front-loaded", "just-in-time")]
+    assert unit == [19.0, 19.0]
+
+
+def test_bandwidth_serialises_a_ranks_sends():
+    """Two messages posted together leave one after the other on the sender's stream."""
+    sched = make_schedule("gpipe", 2, 2)
+    link = Link(bandwidth=1.0, act_bytes=3.0, grad_bytes=0.0)
+    tl = simulate(sched, Costs(1, 2), network=link)
+    acts = sorted((t.start, t.end) for t in tl.transfers if t.kind == "act")
+    assert acts == [(1.0, 4.0), (4.0, 7.0)]       # 0F1 ends at 2, but the stream is busy
+    starts = {str(e.op): e.start for e in tl.events}
+    assert starts["1F0"] == 4.0 and starts["1F1"] == 7.0
+
+
+def test_in_order_queues_make_messages_wait_behind_each_other():
+    """With latency, a message heading an in-order queue holds the ones behind it: one queue
+    per pair of ranks (NCCL's p2p) costs more than tag matching, one per rank more still."""
+    sched = make_schedule("1f1b", 4, 8)
+    costs = Costs(1, 2, comm=0.5)
+    spans = [simulate(sched, costs, network=Link(latency=0.5, lowering="in-order",
+                                                 in_order=q)).makespan
+             for q in (None, "pair", "rank")]
+    assert spans == [simulate(sched, costs).makespan, 44.5, 45.5] == [41.0, 44.5, 45.5]
+    # without latency nothing waits: the in-order plan follows the data
+    free = [simulate(sched, Costs(1, 2), network=Link(lowering="in-order", in_order=q))
+            for q in ("pair", "rank")]
+    assert all(same_events(t, simulate(sched, Costs(1, 2))) for t in free)
+
+
+def test_up_front_on_an_in_order_transport_deadlocks_with_a_clear_message():
+    sched = make_schedule("1f1b", 2, 4)
+    with pytest.raises(DeadlockError, match="rank 0 .* waits for"):
+        simulate(sched, Costs(1, 2), network=Link(lowering="up-front", in_order="pair"))
+
+
+def test_dualpipe_pair_cost_comes_out_of_the_all_to_all():
+    """Compute costs plus an all-to-all per half give what pplab.overlap's pair model gives
+    when F, B and F&B are typed in; a plain F or B pays its all-to-all exposed."""
+    cc = ChunkCosts(fc=1.0, bc=2.0, fa=0.6, ba=0.9, w=1.0)
+    for name in ("dualpipe", "dualpipev"):
+        sched = make_schedule(name, 4, 16)
+        streams = simulate(sched, Costs(cc.fc, cc.bc, cc.w), network=Link(ep_a2a=(cc.fa, cc.ba)))
+        assert same_events(streams, simulate(sched, **cc.costs()))
+        frac = sched.chunk_fraction(0)          # DualPipeV's chunks are half a rank's layers
+        pair = next(e for e in streams.events if e.op.kind == "FB")
+        assert pair.duration == pytest.approx(cc.tfb * frac) and cc.tfb == 3.0 < cc.tf + cc.tb
+        plain_f = next(e for e in streams.events if e.op.kind == "F")
+        assert plain_f.duration == pytest.approx(cc.tf * frac) and cc.tf == 1.6
+        a2a = [t for t in streams.transfers if t.kind == "a2a" and t.src == pair.rank
+               and pair.start <= t.start < pair.end]
+        assert sum(t.end - t.start for t in a2a) == pytest.approx((cc.fa + cc.ba) * frac)
+    # typed-in F&B still wins
+    sched = make_schedule("dualpipe", 4, 16)
+    typed = simulate(sched, Costs(1, 2, 1, tfb=2.5), network=Link(ep_a2a=(0.6, 0.9)))
+    assert {e.duration for e in typed.events if e.op.kind == "FB"} == {2.5}
+
+
+def test_transfers_survive_the_round_trip_and_shift():
+    sched = make_schedule("1f1b", 2, 2)
+    tl = simulate(sched, Costs(1, 2), network=Link(latency=0.5))
+    assert len([t for t in tl.transfers if t.kind in ("act", "grad")]) == 4
+    back = Timeline.from_dict(tl.to_dict())
+    assert back.transfers == tl.transfers
+    moved = tl.shifted(1.0)
+    assert [t.start - 1.0 for t in moved.transfers] == [t.start for t in tl.transfers]
+    assert "transfers" not in simulate(sched, Costs(1, 2)).to_dict()
+
+
+def test_message_bytes_from_the_model_shape():
+    b = boundary_activation_bytes(s=4096, b=1, h=4096, t=2)
+    assert b == 4096 * 4096 * 2 / 2
+    link = Link(latency=0.01, bandwidth=1e9, act_bytes=b)
+    assert link.transfer_time(b) == pytest.approx(b / 1e9)
+    assert Link().transfer_time(b) == 0.0 and Link().bandwidth == math.inf
+
+
+@pytest.mark.parametrize("kw, words", [
+    (dict(latency=-1), "latency must be ≥ 0"), (dict(bandwidth=0), "bandwidth must be > 0"),
+    (dict(ep_a2a=(1,)), "ep_a2a"), (dict(lowering="sideways"), "lowering must be one of"),
+    (dict(in_order="stream"), "in_order must be"),
+])
+def test_bad_links_are_refused_in_one_line(kw, words):
+    with pytest.raises(ValueError, match=words):
+        Link(**kw)
+
+
+def test_a_list_that_computes_before_posting_its_receive_is_refused():
+    sched = make_schedule("1f1b", 2, 2)
+    rows = lower(sched, "just-in-time")
+    rows[1] = [x for x in rows[1] if "RECV" not in str(x)]
+    with pytest.raises(ValueError, match="before posting the receive"):
+        simulate_streams(sched, Costs(1, 2), lowered=rows)
