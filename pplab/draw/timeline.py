@@ -20,6 +20,7 @@ from matplotlib.path import Path
 from ..ir import KIND_NAMES, Schedule
 from ..scene import (IDLE_EDGE, IDLE_FACE, IDLE_HATCH, KIND_COLORS, bubble_curve_panel, levels,
                      timeline_boxes, title_line)
+from ..scene.panels import transfer_lanes
 from ..text import metrics_line
 from ..timeline import Timeline
 
@@ -89,9 +90,21 @@ def _draw_labels(fig, ax, boxes, xmax: float, y0: float, h: float) -> None:
                 fontsize=LABEL_FONTSIZE, color="white", zorder=4, clip_on=True)
 
 
-def _timeline_legend(ax, kinds, timeline: Timeline, overlay, overlay_scale) -> None:
+def _draw_lanes(ax, lanes: dict) -> list:
+    """Messages and all-to-alls as thin bars along the bottom of each rank's row (the
+    stream model's ``Timeline.transfers``); returns their legend handles."""
+    by_kind: dict[str, list] = {}
+    for rank, start, end, kind in lanes.get("lanes", ()):
+        by_kind.setdefault(kind, []).append((start, end, rank + 0.27, rank + 0.43))
+    for kind, spans in by_kind.items():
+        ax.add_artist(_boxes_patch(spans, lanes["lane_colors"][kind], "none", 0.0, 3))
+    return [Patch(facecolor=c, label=n) for n, c in lanes.get("lane_legend", ())]
+
+
+def _timeline_legend(ax, kinds, timeline: Timeline, overlay, overlay_scale,
+                     extra=()) -> None:
     handles = [Patch(facecolor=KIND_COLORS[k], label=KIND_NAMES[k]) for k in KIND_COLORS
-               if k in kinds]
+               if k in kinds] + list(extra)
     handles.append(Patch(facecolor=IDLE_FACE, edgecolor=IDLE_EDGE, hatch=IDLE_HATCH, label="idle"))
     if overlay is not None:
         handles.append(Patch(facecolor="#bbbbbb", edgecolor="none",
@@ -112,12 +125,15 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
     simulated one) as thin bars along the bottom of each row; ``overlay_scale`` multiplies its
     times (``"makespan"`` rescales it to the main timeline's makespan, handy when one is in
     seconds and the other in cost units). The title gives the makespan and the bubble with
-    both denominators. Returns the Figure (the one ``ax`` belongs to, if given).
+    both denominators. A timeline from the stream model (``simulate(..., network=...)``)
+    gets its messages and all-to-alls as thin lanes along the bottom of each row. Returns the
+    Figure (the one ``ax`` belongs to, if given).
     """
     P = max(timeline.num_ranks, overlay.num_ranks if overlay is not None else 0)
-    fig, ax = _timeline_axes(ax, P, overlay is not None, figsize)
+    lanes = transfer_lanes(timeline) if overlay is None else {}
+    fig, ax = _timeline_axes(ax, P, overlay is not None or bool(lanes), figsize)
     span = timeline.makespan
-    main_h, main_y0 = (0.62, -0.42) if overlay is not None else (0.8, -0.4)
+    main_h, main_y0 = (0.62, -0.42) if overlay is not None or lanes else (0.8, -0.4)
 
     # idle background: the whole row, hatched; busy boxes are drawn opaque on top of it
     if span > 0:
@@ -131,6 +147,7 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
     for kind, spans in by_kind.items():
         ax.add_artist(_boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "white", 0.6, 2))
     xmax = span
+    lane_handles = _draw_lanes(ax, lanes)
     if overlay is not None and overlay.events:
         xmax = max(xmax, _draw_overlay(ax, overlay, span, overlay_scale))
 
@@ -142,7 +159,7 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
         ax.spines[side].set_visible(False)
     if labels and span > 0 and len(timeline.events) <= MAX_LABEL_EVENTS:
         _draw_labels(fig, ax, boxes, xmax, main_y0, main_h)
-    _timeline_legend(ax, by_kind, timeline, overlay, overlay_scale)
+    _timeline_legend(ax, by_kind, timeline, overlay, overlay_scale, lane_handles)
     head = title if title is not None else _title_line(timeline)
     ax.set_title(f"{head}\n{metrics_line(timeline)}", fontsize=10, loc="left")
     return fig

@@ -26,6 +26,10 @@ AXIS_COLORS = {"tp": "#CC79A7", "pp": "#56B4E9", "dp": "#F0E442"}
 RECOMPUTE_COLORS = {"none": "#0072B2", "selective": "#009E73", "full": "#E69F00"}
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#999999")
 GB = 1e9
+#: communication lanes (pplab.streams): activations, gradients, expert all-to-all
+LANE_COLORS = {"act": "#56B4E9", "grad": "#E69F00", "a2a": "#555555"}
+LANE_NAMES = {"act": "activation message", "grad": "gradient message",
+              "a2a": "expert all-to-all"}
 
 
 def _r(x: float) -> float:
@@ -85,7 +89,22 @@ def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
             "xmax": _r(xmax if xmax else span), "boxes": boxes, "legend": legend,
             "colors": {k: KIND_COLORS[k] for k in KIND_COLORS if k in kinds},
             "title": title or title_line(tl), "subtitle": subtitle or metrics_line(tl),
-            "xlabel": "time" + (" (cost units)" if tl.source == "simulated" else "")}
+            "xlabel": "time" + (" (cost units)" if tl.source == "simulated" else ""),
+            **transfer_lanes(tl)}
+
+
+def transfer_lanes(tl) -> dict:
+    """``{"lanes": [[rank, start, end, kind], ...], "lane_colors", "lane_legend"}``: each
+    message on its receiver's lane (from leaving to landing), each all-to-all on its rank's;
+    nothing for a timeline without transfers or with only instant ones."""
+    t0 = tl.start
+    lanes = [[t.dst, _r(t.start - t0), _r(t.end - t0), t.kind]
+             for t in getattr(tl, "transfers", ()) if t.end > t.start]
+    if not lanes:
+        return {}
+    kinds = {x[3] for x in lanes}
+    return {"lanes": lanes, "lane_colors": {k: c for k, c in LANE_COLORS.items() if k in kinds},
+            "lane_legend": [[LANE_NAMES[k], c] for k, c in LANE_COLORS.items() if k in kinds]}
 
 
 def bars_panel(labels, series, title: str = "", ylabel: str = "", xlabel: str = "",

@@ -101,8 +101,12 @@ function drawTimeline(ctx, p, x0, y0, w, stats) {
     }
     stats.boxes++;
   }
+  for (const [rank, s, e, kind] of (p.lanes || [])) {   // communication: a thin lane per rank
+    ctx.fillStyle = (p.lane_colors || {})[kind] || "#555";
+    ctx.fillRect(sx(s), top + rank * ROW + ROW - 6, Math.max(sx(e) - sx(s), 1), 3);
+  }
   xAxis(ctx, sx(0), top + p.ranks * ROW + 2, pw, 0, xmax, sx, p.xlabel, null, stats);
-  const items = p.legend.map(([n, c]) => [n, c]);
+  const items = p.legend.concat(p.lane_legend || []).map(([n, c]) => [n, c]);
   items.push(["idle", hatchPattern(ctx), true]);
   legend(ctx, items, x0 + w - RIGHT + 12, top);
 }

@@ -110,3 +110,19 @@ def test_draw_does_not_touch_pyplot():
     draw_inflight(_tl())
     draw_bubble_curve(2, [1, 2])
     assert plt.get_fignums() == before
+
+
+def test_stream_model_messages_and_all_to_alls_get_thin_lanes():
+    from pplab.scene import timeline_panel
+    from pplab.streams import Link
+    sched = make_schedule("dualpipe", 4, 8)
+    tl = simulate(sched, tf=1, tb=2, network=Link(latency=0.3, ep_a2a=(0.5, 0.5)))
+    panel = timeline_panel(tl)
+    kinds = {lane[3] for lane in panel["lanes"]}
+    assert kinds == {"act", "grad", "a2a"}
+    assert all(0 <= lane[1] < lane[2] <= panel["span"] for lane in panel["lanes"])
+    fig = draw_timeline(tl)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert {"activation message", "gradient message", "expert all-to-all"} <= set(labels)
+    assert len(fig.axes[0].patches) == len(draw_timeline(simulate(sched)).axes[0].patches) + 3
+    assert "lanes" not in timeline_panel(simulate(sched))      # today's timelines unchanged
