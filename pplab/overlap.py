@@ -7,9 +7,10 @@ what overlaps is each chunk's all-to-all (on SMs set aside for communication) wi
 chunk's compute. So the pair costs ``max(Fc + Bc, Fa + Ba)``: between the longer half and
 ``F + B``, and shorter than ``F + B`` by exactly the communication it hides.
 
-What this model leaves out (pplab's simulator has no communication stream yet): the
-all-to-all is folded into the op costs, the SMs given to communication do not slow the
-compute, and the pipeline's own sends are free.
+Here the all-to-all is folded into the op costs. ``pplab.streams`` runs the same model with
+the all-to-all as communication of its own (``Link(ep_a2a=(fa, ba))`` with ``tf=fc, tb=bc``),
+drawn on each rank's lane, and gives these figures event for event. Both leave out that the
+SMs given to communication slow the compute.
 """
 from __future__ import annotations
 

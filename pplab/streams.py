@@ -144,6 +144,22 @@ def simulate_streams(schedule: Schedule, costs=None, link: Link | None = None,
     return Timeline(schedule.P, run.events, "simulated", schedule, meta, run.transfers)
 
 
+def all_to_all_split(timeline: Timeline) -> dict[str, float]:
+    """Expert all-to-all time summed over ranks, split into ``exposed``
+    (inside a plain F or B: the rank waits for it) and ``hidden`` (inside an F&B pair, under
+    the other half's compute)."""
+    pairs: dict[int, list[tuple[float, float]]] = {}
+    for e in timeline.events:
+        if e.op.kind == "FB":
+            pairs.setdefault(e.rank, []).append((e.start, e.end))
+    out = {"exposed": 0.0, "hidden": 0.0}
+    for t in timeline.transfers:
+        if t.kind == "a2a":
+            inside = any(a <= t.start < b for a, b in pairs.get(t.src, ()))
+            out["hidden" if inside else "exposed"] += t.end - t.start
+    return out
+
+
 class _Run:
     """One pass over the lowered lists. Like the reference executor, a rank runs until it
     needs something not yet known, and is woken when that becomes known (linear time)."""
