@@ -160,6 +160,16 @@ def all_to_all_split(timeline: Timeline) -> dict[str, float]:
     return out
 
 
+def warmup_end(timeline: Timeline) -> float:
+    """When the first gradient is back at stage 0: the start of stage 0's first backward,
+    from the timeline's start (the end of the warm-up, where a front-loaded receive shows)."""
+    starts = [e.start for e in timeline.events for a in e.op.parts
+              if a.stage == 0 and a.kind in ("B", "I")]
+    if not starts:
+        raise ValueError("the timeline has no backward on stage 0")
+    return min(starts) - timeline.start
+
+
 class _Run:
     """One pass over the lowered lists. Like the reference executor, a rank runs until it
     needs something not yet known, and is woken when that becomes known (linear time)."""

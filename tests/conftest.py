@@ -40,6 +40,7 @@ FILE_MARKERS = {
     "test_cluster_hosts.py": ("torchrun", "slow"),     # two hosts run pplab run
     "test_cluster_slurm.py": ("torchrun", "slow"),     # srun pplab run on a real Slurm
     "test_notebooks.py": ("slow",),
+    "test_runtime_head_of_line.py": ("torchrun", "slow"),   # two real gloo jobs
     "test_exercises.py": ("notebook", "slow"),
 }
 #: single tests elsewhere that start torchrun, directly or through what they grade

@@ -51,8 +51,10 @@ def add_arguments(p) -> None:
     p.add_argument("--socket-ifname", default=None, metavar="IFACE",
                    help="network interface the ranks talk over (default: the one that routes to "
                         "the rendezvous host; sets GLOO_SOCKET_IFNAME and NCCL_SOCKET_IFNAME)")
-    p.add_argument("--comm", choices=["auto", "up-front", "in-order"], default="auto",
-                   help="message posting: up-front (gloo's default) or in-order (NCCL's)")
+    p.add_argument("--comm", choices=["auto", "up-front", "in-order", "front-loaded",
+                                      "just-in-time"], default="auto",
+                   help="message posting: up-front (gloo's default), in-order (NCCL's), or "
+                        "front-loaded / just-in-time (blocking receives, torch#188833)")
     m = p.add_argument_group("model shape (defaults: the tiny CPU model)")
     for name, help_ in MODEL_FLAGS.items():
         m.add_argument(f"--{name}", type=str if name == "dtype" else int, default=None,

@@ -18,6 +18,11 @@ def emulated_costs(emulate: dict) -> Costs:
             from None
 
 
+COMMS = ("auto", "up-front", "in-order", "front-loaded", "just-in-time")
+#: the comm choices whose receives block where they are posted (a plain ``recv()``)
+BLOCKING = ("front-loaded", "just-in-time")
+
+
 @dataclass
 class RunConfig:
     """Everything a run needs besides the schedule."""
@@ -29,7 +34,9 @@ class RunConfig:
     optimizer: str = "sgd"               # sgd (momentum 0.9) | adam
     lr: float = 0.05
     device: str = "auto"                 # auto | cpu | cuda
-    comm: str = "auto"                   # auto | up-front (gloo's) | in-order (NCCL's)
+    comm: str = "auto"                   # auto | up-front (gloo's) | in-order (NCCL's) |
+    #: front-loaded | just-in-time: gloo with *blocking* receives posted in that order
+    #: (pplab/lower.py), to see the head-of-line bubble of torch#188833 on real processes
     check: bool = True                   # compare with a single-process reference on rank 0
     control: str | None = None           # negative controls: "seed" | "drop" | "misorder"
     fault: dict | None = None            # tests: {"rank": r, "op": i, "kind": "raise"|"kill"}
@@ -42,7 +49,7 @@ class RunConfig:
             raise ValueError(f"steps must be ≥ 1, got {self.steps}")
         _one_of("optimizer", self.optimizer, ("sgd", "adam"))
         _one_of("device", self.device, ("auto", "cpu", "cuda"))
-        _one_of("comm", self.comm, ("auto", "up-front", "in-order"))
+        _one_of("comm", self.comm, COMMS)
         _one_of("control", self.control, (None, "seed", "drop", "misorder"))
         if self.control == "misorder" and self.comm != "in-order":
             raise ValueError("control='misorder' swaps in-order receives: use comm='in-order'")

@@ -26,7 +26,8 @@ from ..registry import make_schedule
 from ..simulate import simulate
 from ..timeline import Event, Timeline
 from ..validate import problems
-from .config import RunConfig, RunSpec, emulated_costs
+from ..streams import Link
+from .config import BLOCKING, RunConfig, RunSpec, emulated_costs
 from . import cluster
 from .model import TinyConfig, check_model_fits
 
@@ -368,7 +369,10 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
             "recompute": cfg.recompute, "emulate": cfg.emulate}
     tl = Timeline(schedule.P, events, "measured", schedule, meta)
     tl = tl.shifted(-tl.start)
-    sim = simulate(schedule, emulated_costs(cfg.emulate)) if cfg.emulate else None
+    sim = None
+    if cfg.emulate:               # blocking receives: the stream model plays the same order
+        link = Link(lowering=cfg.comm, blocking=True) if cfg.comm in BLOCKING else None
+        sim = simulate(schedule, emulated_costs(cfg.emulate), network=link)
     errs = r.get("grad_errors") or []
     refs = r.get("reference_losses") or []
     return RunResult(

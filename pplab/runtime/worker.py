@@ -24,7 +24,7 @@ from ..ir import Action, Comm
 from ..lower import lower
 from . import checkpoint as ckpt
 from .cluster import gather_placement
-from .config import RunSpec, emulated_costs
+from .config import BLOCKING, RunSpec, emulated_costs
 from .controls import Controls
 from .copies import sum_copy_grads
 from .model import (SplitLinear, TinyGPT, build_stage_modules, defer_weight_grads, make_batch,
@@ -77,7 +77,9 @@ class RankRunner:
         self.controls = Controls(rank, cfg.fault, cfg.control)
         self.stages = s.stages_of_rank(rank)
         self.in_order = cfg.comm == "in-order" or (cfg.comm == "auto" and device.type == "cuda")
-        row = lower(s, "in-order" if self.in_order else "up-front")[rank]
+        self.blocking = cfg.comm in BLOCKING          # each RECV waits where it is posted
+        lowering = cfg.comm if self.blocking else "in-order" if self.in_order else "up-front"
+        row = lower(s, lowering)[rank]
         self.program = self.controls.program(row, lambda c: self._rank_of(c.peer_stage))
         # the emulated duration of each op, with the per-stage scales worked out once
         self.emulated = emulated_costs(cfg.emulate).duration_fn(s) if cfg.emulate else None
@@ -197,7 +199,9 @@ class RankRunner:
         m = self.cfg.model
         buf = torch.empty((m.microbatch_size, m.seq, m.hidden), dtype=m.torch_dtype,
                           device=self.device)
-        st.recvs[c] = _Recv(dist.irecv(buf, src=peer, tag=self._tag(c)), buf, peer)
+        st.recvs[c] = r = _Recv(dist.irecv(buf, src=peer, tag=self._tag(c)), buf, peer)
+        if self.blocking:
+            self._wait(c, r, f"the blocking receive {c}", st.op_index)
 
     def _wait(self, key: Comm, r: _Recv, needed_by: str, k: int) -> None:
         if r.waited:     # a gloo recv Work must be waited on once: a second wait() hangs
