@@ -70,8 +70,26 @@ def executors_at_scale(repeats: int = 5) -> None:
               f"{ref / fast:6.2f} {'met' if fast <= 50 else 'missed':>8s} {costs_only:14.0f}")
 
 
+def streams_vs_simulate(repeats: int = 5) -> None:
+    """The stream model (lowering + messages on their own streams) against today's executor
+    on the same kept schedule, in the same run: what a ``network=`` slider costs."""
+    from pplab.streams import Link
+    link = Link(latency=0.1, bandwidth=1.0, act_bytes=0.05)
+    print(f"\n{'simulate one schedule':24s} {'actions':>8s} {'today ms':>9s} {'streams ms':>11s} "
+          f"{'ratio':>6s}")
+    for name, P, M, V in (("1f1b", 8, 32, 1), ("interleaved", 8, 32, 2),
+                          ("dualpipev", 8, 32, 2), AT_SCALE[0]):
+        kept = make_schedule(name, P, M, V)
+        simulate(kept, tf=1, tb=2, tw=1)
+        today = median_ms(lambda: simulate(kept, tf=1, tb=2, tw=1, comm=0.1), repeats)
+        streams = median_ms(lambda: simulate(kept, tf=1, tb=2, tw=1, network=link), repeats)
+        print(f"{name + f' P={P} M={M} V={V}':24s} {kept.num_actions:8d} {today:9.1f} "
+              f"{streams:11.1f} {streams / today:6.1f}")
+
+
 def main() -> None:
     executors_at_scale()
+    streams_vs_simulate()
     print(f"{'schedule':12s} {'P=8,M=32 ms':>12s} {'actions':>8s} {'P=32,M=256 ms':>14s} "
           f"{'actions':>8s} {'us/action small':>16s} {'us/action large':>16s} {'ratio':>6s}")
     for name in NAMES:

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from .ir import Comm, Item, Schedule
+from .ir import Comm, Item, Schedule, gc_paused
 from .lower import LOWERINGS, Message, lower, message_of
 from .simulate import Costs, DeadlockError, dependency_keys
 from .timeline import Event, Timeline, Transfer
@@ -131,9 +131,13 @@ def simulate_streams(schedule: Schedule, costs=None, link: Link | None = None,
     if costs is None:
         costs = Costs(**cost_kw)
     link = link or Link()
-    rows = lowered if lowered is not None else lower(schedule, link.lowering)
-    run = _Run(schedule, rows, _durations(schedule, costs, link), link)
-    run.go()
+    with gc_paused():        # tens of thousands of small objects, no cycles
+        if lowered is None:
+            rows, msgs = _compiled(schedule, link.lowering)
+        else:
+            rows, msgs = _compile_all(schedule, lowered)
+        run = _Run(schedule, rows, msgs, _durations(schedule, costs, link), link)
+        run.go()
     meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
             "costs": {"tf": costs.tf, "tb": costs.tb, "tw": costs.tw, "tfb": costs.tfb,
                       "fixed": costs.fixed},
@@ -170,109 +174,133 @@ def warmup_end(timeline: Timeline) -> float:
     return min(starts) - timeline.start
 
 
+def _compile(s: Schedule, rank: int, row, ids: dict[Message, int]) -> list[tuple]:
+    """Each item of a lowered row as ("op", op, deps on this rank, ids of the messages it
+    needs) or ("send"/"recv", message id); ``ids`` numbers the messages (integer keys make
+    the run several times quicker than hashing dataclasses)."""
+    out = []
+    for x in row:
+        if isinstance(x, Comm):
+            m = message_of(s, x)
+            if rank not in (m.src, m.dst):
+                raise ValueError(f"rank {rank} lists {x}, a message of ranks {m.src} "
+                                 f"and {m.dst}")
+            out.append(("send" if x.is_send else "recv", ids.setdefault(m, len(ids))))
+            continue
+        inner = {(a.stage, a.kind, a.microbatch) for a in x.parts}
+        local, msgs = [], []
+        for a in x.parts:
+            for dep in dependency_keys(s, a.stage, a.kind, a.microbatch):
+                if dep in inner:
+                    continue
+                src = s.stage_to_rank[dep[0]]
+                if src == rank:
+                    local.append(dep)
+                else:
+                    kind = "act" if a.kind == "F" else "grad"
+                    m = Message(kind, a.stage, a.microbatch, src, rank)
+                    msgs.append(ids.setdefault(m, len(ids)))
+        out.append(("op", x, local, msgs))
+    return out
+
+
+def _compile_all(schedule: Schedule, rows) -> tuple[list[list[tuple]], list[Message]]:
+    """(compiled rows, the messages by id)."""
+    ids: dict[Message, int] = {}
+    out = [_compile(schedule, r, row, ids) for r, row in enumerate(rows)]
+    return out, list(ids)
+
+
+def _compiled(schedule: Schedule, lowering: str):
+    """``_compile_all`` of one of ``lower``'s orders, kept on the schedule (as the fast
+    executor keeps its plan): a cost or link slider lowers and compiles once."""
+    kept = schedule.__dict__.setdefault("_stream_rows", {})
+    if lowering not in kept:
+        kept[lowering] = _compile_all(schedule, lower(schedule, lowering))
+    return kept[lowering]
+
+
 class _Run:
     """One pass over the lowered lists. Like the reference executor, a rank runs until it
     needs something not yet known, and is woken when that becomes known (linear time)."""
 
-    def __init__(self, schedule: Schedule, rows, duration, link: Link):
+    def __init__(self, schedule: Schedule, rows, msgs: list[Message], duration, link: Link):
         self.s, self.duration, self.link = schedule, duration, link
-        self.rows = [self._compile(r, row) for r, row in enumerate(rows)]
+        self.rows, self.msgs = rows, msgs
         self.pos, self.now = [0] * schedule.P, [0.0] * schedule.P
         self.end_of: dict[tuple, float] = {}
-        self.sent: dict[Message, float] = {}      # send posted at
-        self.posted: dict[Message, float] = {}    # receive posted at
-        self.arrive: dict[Message, float] = {}    # data there (tag-matched: at the receiver)
+        n = len(msgs)                             # per message id:
+        self.sent: list[float | None] = [None] * n     # send posted at
+        self.posted: list[float | None] = [None] * n   # receive posted at
+        self.arrive: list[float | None] = [None] * n   # data there (at the receiver)
         self.send_free = [0.0] * schedule.P
-        self.queues: dict = {}                    # in-order: queue key -> [messages], head
+        self.queues: dict = {}                    # in-order: queue key -> [message ids], head
         self.q_free: dict = {}
-        self.waiting: dict[Message, list[int]] = {}
+        self.waiting: dict[int, list[int]] = {}
         self.events: list[Event] = []
         self.transfers: list[Transfer] = []
-
-    def _compile(self, rank: int, row):
-        """Each item as ("op", op, deps on this rank, messages it needs) or ("send"/"recv",
-        message)."""
-        s, out = self.s, []
-        for x in row:
-            if isinstance(x, Comm):
-                m = message_of(s, x)
-                if rank not in (m.src, m.dst):
-                    raise ValueError(f"rank {rank} lists {x}, a message of ranks {m.src} "
-                                     f"and {m.dst}")
-                out.append(("send" if x.is_send else "recv", m))
-                continue
-            inner = {(a.stage, a.kind, a.microbatch) for a in x.parts}
-            local, msgs = [], []
-            for a in x.parts:
-                for dep in dependency_keys(s, a.stage, a.kind, a.microbatch):
-                    if dep in inner:
-                        continue
-                    src = s.stage_to_rank[dep[0]]
-                    if src == rank:
-                        local.append(dep)
-                    else:
-                        kind = "act" if a.kind == "F" else "grad"
-                        msgs.append(Message(kind, a.stage, a.microbatch, src, rank))
-            out.append(("op", x, local, msgs))
-        return out
 
     # ---- messages ------------------------------------------------------------------------
     def _queue_key(self, rank: int, m: Message):
         return rank if self.link.in_order == "rank" else (rank, m.dst if rank == m.src else m.src)
 
-    def _post(self, rank: int, m: Message, send: bool) -> None:
+    def _post(self, rank: int, i: int, send: bool) -> None:
         t = self.now[rank]
-        (self.sent if send else self.posted)[m] = t
+        (self.sent if send else self.posted)[i] = t
         if self.link.in_order is None:
             if send:
+                link = self.link
                 start = max(t, self.send_free[rank])
-                self.send_free[rank] = start + self.link.transfer_time(self.link.bytes_of(m.kind))
-                self._land(m, start, self.send_free[rank] + self.link.latency)
+                self.send_free[rank] = start + link.transfer_time(link.bytes_of(self.msgs[i].kind))
+                self._land(i, start, self.send_free[rank] + link.latency)
             return
-        q = self.queues.setdefault(self._queue_key(rank, m), [[], 0])
-        q[0].append(m)
-        self._resolve(m)
+        q = self.queues.setdefault(self._queue_key(rank, self.msgs[i]), [[], 0])
+        q[0].append(i)
+        self._resolve(i)
 
-    def _resolve(self, m: Message) -> None:
-        """In-order: run ``m`` if it heads both its queues, then whatever that unblocks."""
-        todo = [m]
+    def _resolve(self, i: int) -> None:
+        """In-order: run message ``i`` if it heads both its queues, then whatever that
+        unblocks."""
+        todo = [i]
         while todo:
-            m = todo.pop()
-            if m in self.arrive or m not in self.sent or m not in self.posted:
+            i = todo.pop()
+            if self.arrive[i] is not None or self.sent[i] is None or self.posted[i] is None:
                 continue
-            qs = [self.queues[self._queue_key(r, m)] for r in (m.src, m.dst)]
-            if any(q[0][q[1]] != m for q in qs):
-                continue
+            m = self.msgs[i]
             keys = [self._queue_key(r, m) for r in (m.src, m.dst)]
-            start = max(self.sent[m], self.posted[m], *(self.q_free.get(k, 0.0) for k in keys))
+            qs = [self.queues[k] for k in keys]
+            if any(q[0][q[1]] != i for q in qs):
+                continue
+            start = max(self.sent[i], self.posted[i], *(self.q_free.get(k, 0.0) for k in keys))
             end = start + self.link.transfer_time(self.link.bytes_of(m.kind)) + self.link.latency
             for k, q in zip(keys, qs):
                 self.q_free[k] = end
                 q[1] += 1
                 if q[1] < len(q[0]):
                     todo.append(q[0][q[1]])
-            self._land(m, start, end)
+            self._land(i, start, end)
 
-    def _land(self, m: Message, start: float, end: float) -> None:
-        self.arrive[m] = end
+    def _land(self, i: int, start: float, end: float) -> None:
+        m = self.msgs[i]
+        self.arrive[i] = end
         self.transfers.append(Transfer(m.src, m.dst, m.kind,
                                        f"{m.stage}{'F' if m.kind == 'act' else 'B'}"
                                        f"{m.microbatch}", start, end))
-        self.waiting_wake(m)
+        woken = self.waiting.pop(i, None)
+        if woken:
+            self.todo.extend(woken)
 
-    def waiting_wake(self, m: Message) -> None:
-        self.todo.extend(self.waiting.pop(m, ()))
-
-    def _ready(self, rank: int, m: Message, op=None) -> float | None:
-        """When ``m``'s data is there for ``rank`` (None: not known yet)."""
-        if m not in self.posted:
+    def _ready(self, rank: int, i: int, op=None) -> float | None:
+        """When message ``i``'s data is there for ``rank`` (None: not known yet)."""
+        posted, arrive = self.posted[i], self.arrive[i]
+        if posted is None:
             what = f"runs {op}" if op is not None else "waits"
             raise ValueError(f"rank {rank}: the lowered list {what} before posting the "
-                             f"receive of the {m}")
-        if m not in self.arrive:
-            self.waiting.setdefault(m, []).append(rank)
+                             f"receive of the {self.msgs[i]}")
+        if arrive is None:
+            self.waiting.setdefault(i, []).append(rank)
             return None
-        return max(self.arrive[m], self.posted[m])
+        return arrive if arrive > posted else posted
 
     # ---- ranks ---------------------------------------------------------------------------
     def _step(self, rank: int) -> bool:
@@ -280,13 +308,11 @@ class _Run:
         entry = self.rows[rank][self.pos[rank]]
         kind = entry[0]
         if kind == "send":
-            m = entry[1]
-            prod = self.s.input_key(m.stage, "F" if m.kind == "act" else "B", m.microbatch)
-            made = self._made(m)
-            if made is None:
-                raise ValueError(f"rank {rank}: the lowered list sends the {m} before "
-                                 f"{'the op that makes it' if prod is None else prod} runs")
-            self._post(rank, m, True)
+            m = self.msgs[entry[1]]
+            if self._made(m) is None:
+                raise ValueError(f"rank {rank}: the lowered list sends the {m} before the op "
+                                 f"that makes it runs")
+            self._post(rank, entry[1], True)
         elif kind == "recv":
             self._post(rank, entry[1], False)
             if self.link.blocking:
@@ -314,8 +340,8 @@ class _Run:
                 self.stuck_on[rank] = f"{op} needs {dep[0]}{dep[1]}{dep[2]}, not run before it"
                 return False
             start = max(start, end)
-        for m in msgs:
-            t = self._ready(rank, m, op)
+        for i in msgs:
+            t = self._ready(rank, i, op)
             if t is None:
                 return False
             start = max(start, t)
@@ -346,7 +372,7 @@ class _Run:
         if rank in self.stuck_on:
             return f"rank {rank}: {self.stuck_on[rank]}"
         entry = self.rows[rank][self.pos[rank]]
-        waits = [m for m, rs in self.waiting.items() if rank in rs]
+        waits = [self.msgs[i] for i, rs in self.waiting.items() if rank in rs]
         what = f"the {waits[0]}" if waits else "a message"
-        head = entry[1] if entry[0] == "op" else f"{entry[0]} of the {entry[1]}"
+        head = entry[1] if entry[0] == "op" else f"{entry[0]} of the {self.msgs[entry[1]]}"
         return f"rank {rank} at {head} waits for {what}"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from ..ir import Schedule
-from ..simulate import Costs
+from ..simulate import Costs, simulate
+from ..streams import Link
 from .model import RECOMPUTE, TinyConfig
 
 
@@ -16,6 +17,15 @@ def emulated_costs(emulate: dict) -> Costs:
     except TypeError as e:
         raise ValueError(f"emulate takes tf, tb, tw, tfb (seconds per chunk) and mode: {e}") \
             from None
+
+
+def simulated_twin(schedule: Schedule, cfg: "RunConfig"):
+    """The simulated run a measured one is drawn over (None without emulated costs); with
+    blocking receives, the stream model playing the same posting order."""
+    if not cfg.emulate:
+        return None
+    link = Link(lowering=cfg.comm, blocking=True) if cfg.comm in BLOCKING else None
+    return simulate(schedule, emulated_costs(cfg.emulate), network=link)
 
 
 COMMS = ("auto", "up-front", "in-order", "front-loaded", "just-in-time")

@@ -23,11 +23,9 @@ from typing import Callable, Sequence
 
 from ..ir import Schedule, parse_op
 from ..registry import make_schedule
-from ..simulate import simulate
 from ..timeline import Event, Timeline
 from ..validate import problems
-from ..streams import Link
-from .config import BLOCKING, RunConfig, RunSpec, emulated_costs
+from .config import RunConfig, RunSpec, simulated_twin
 from . import cluster
 from .model import TinyConfig, check_model_fits
 
@@ -369,10 +367,7 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
             "recompute": cfg.recompute, "emulate": cfg.emulate}
     tl = Timeline(schedule.P, events, "measured", schedule, meta)
     tl = tl.shifted(-tl.start)
-    sim = None
-    if cfg.emulate:               # blocking receives: the stream model plays the same order
-        link = Link(lowering=cfg.comm, blocking=True) if cfg.comm in BLOCKING else None
-        sim = simulate(schedule, emulated_costs(cfg.emulate), network=link)
+    sim = simulated_twin(schedule, cfg)
     errs = r.get("grad_errors") or []
     refs = r.get("reference_losses") or []
     return RunResult(
