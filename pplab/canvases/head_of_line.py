@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..env import browser_note, in_browser
 from ..registry import make_schedule
 from ..scene import scene, timeline_panel
 from ..simulate import Costs, simulate
@@ -126,6 +127,11 @@ def head_of_line_canvas(P: int = 2, M: int = 8, V: int = 2, tb=2.0, latency=0.0,
             button.disabled = False
 
     def start(_=None):
+        if in_browser():                 # no processes to start in a browser tab
+            measured.value = message_html(browser_note(
+                "pplab run --schedule interleaved -P 2 -M 8 -V 2 --emulate "
+                "--comm front-loaded (then --comm just-in-time)"), True)
+            return
         if state["thread"] is not None and state["thread"].is_alive():
             return
         kw = {k: c.value for k, c in controls.items()}

@@ -67,3 +67,10 @@ def test_canvas_button_shows_measured_against_simulated(monkeypatch):
     c.state["thread"].join(10)
     assert "+0.100 s measured, +0.100 s simulated" in c.measured.value
     assert not c.button.disabled
+
+
+def test_in_a_browser_tab_the_button_says_what_to_run_instead(monkeypatch):
+    c = H.head_of_line_canvas()
+    monkeypatch.setattr(H, "in_browser", lambda: True)
+    c.button.click()
+    assert c.state["thread"] is None and "--comm front-loaded" in c.measured.value
