@@ -33,6 +33,7 @@ from typing import Sequence
 
 from .ir import Comm, Item, Schedule, gc_paused
 from .lower import LOWERINGS, Message, lower, message_of
+from .memory.activations import boundary_activation_bytes
 from .simulate import Costs, DeadlockError, dependency_keys
 from .timeline import Event, Timeline, Transfer
 
@@ -44,7 +45,8 @@ class Link:
     """How pipeline messages travel (units: those of the costs, e.g. ms, and bytes).
 
     ``act_bytes`` / ``grad_bytes``: one activation forward / one gradient backward across a
-    stage boundary (``pplab.memory.boundary_activation_bytes``); ``ep_a2a``: the time of one
+    stage boundary (``pplab.memory.boundary_activation_bytes``; ``Link.for_shape`` from a model
+    shape); ``ep_a2a``: the time of one
     chunk's expert-parallel all-to-all in its (forward, backward), 0 for a dense model;
     ``moe_stages``: which stages have experts (None: all). ``lowering`` picks the posting
     order (pplab/lower.py); ``in_order`` the queueing (module doc); ``blocking`` makes a RECV
@@ -76,6 +78,14 @@ class Link:
                              f"got {self.lowering!r}")
         if self.in_order not in QUEUES:
             raise ValueError(f"in_order must be None, 'pair' or 'rank', got {self.in_order!r}")
+
+    @classmethod
+    def for_shape(cls, seq: int, microbatch: int, hidden: int, tp: int = 1,
+                  bytes_per_value: float = 2, **kw) -> "Link":
+        """A link whose messages (activations and gradients alike) carry one stage boundary's
+        hidden states for this model shape; ``kw``: latency, bandwidth, ... as above."""
+        return cls(act_bytes=boundary_activation_bytes(seq, microbatch, hidden, tp,
+                                                       bytes_per_value), **kw)
 
     def transfer_time(self, nbytes: float) -> float:
         """Seconds (cost units) one message of ``nbytes`` keeps its stream busy, latency

@@ -157,6 +157,8 @@ def test_message_bytes_from_the_model_shape():
     link = Link(latency=0.01, bandwidth=1e9, act_bytes=b)
     assert link.transfer_time(b) == pytest.approx(b / 1e9)
     assert Link().transfer_time(b) == 0.0 and Link().bandwidth == math.inf
+    shaped = Link.for_shape(seq=4096, microbatch=1, hidden=4096, tp=2, bandwidth=1e9)
+    assert shaped.act_bytes == b and shaped.bytes_of("grad") == b
 
 
 @pytest.mark.parametrize("kw, words", [
