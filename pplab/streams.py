@@ -47,9 +47,9 @@ class Link:
     ``act_bytes`` / ``grad_bytes``: one activation forward / one gradient backward across a
     stage boundary (``pplab.memory.boundary_activation_bytes``; ``Link.for_shape`` from a model
     shape); ``ep_a2a``: the time of one chunk's expert-parallel all-to-all in its (forward,
-    backward), 0 for a dense model; ``moe_stages``: which stages have experts (None: all). ``lowering`` picks the posting
-    order (pplab/lower.py); ``in_order`` the queueing (module doc); ``blocking`` makes a RECV
-    wait where it is posted, as a plain ``recv()`` does.
+    backward), 0 for a dense model; ``moe_stages``: which stages have experts (None: all).
+    ``lowering`` picks the posting order (pplab/lower.py); ``in_order`` the queueing (module
+    doc); ``blocking`` makes a RECV wait where it is posted, as a plain ``recv()`` does.
     """
     latency: float = 0.0
     bandwidth: float = math.inf
