@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import itertools
 
-from ..ir import Action, Schedule
+from ..ir import Schedule
 from ._common import build, check_basics, v_placement
-from .squeeze import rank_orders, reorder, squeeze
+from .squeeze import Pass, rank_orders, reorder, squeeze
 
 PERIOD = 6                   # slots per microbatch per rank: F, I, W on two chunks
 Times = tuple[tuple[int, ...], tuple[int, ...]]
@@ -71,26 +71,26 @@ def _fits_period(P: int, times: Times) -> bool:
     return True
 
 
-def _rank_slots(P: int, M: int, r: int, times: Times) -> list[tuple[int, Action]]:
+def _rank_slots(P: int, M: int, r: int, times: Times) -> list[tuple[int, Pass]]:
     """Rank r's passes with their slots: F and I where the repeated block puts them, each W
     (oldest first) in the next slot no F or I claims."""
     f, i = times
     at = {}
     for mb in range(M):
         for s in (r, 2 * P - 1 - r):
-            at[f[s] + PERIOD * mb] = Action(s, "F", mb)
-            at[i[s] + PERIOD * mb] = Action(s, "I", mb)
-    placed: list[tuple[int, Action]] = []
-    pending: list[Action] = []
+            at[f[s] + PERIOD * mb] = (s, "F", mb)
+            at[i[s] + PERIOD * mb] = (s, "I", mb)
+    placed: list[tuple[int, Pass]] = []
+    pending: list[Pass] = []
     last = max(at)
     for slot in itertools.count():
         if slot > last and not pending:
             return placed
         op = at.get(slot)
         if op is None and pending:
-            done = pending.pop(0)
-            op = Action(done.stage, "W", done.microbatch)
-        elif op is not None and op.kind == "I":
+            stage, _, mb = pending.pop(0)
+            op = (stage, "W", mb)
+        elif op is not None and op[1] == "I":
             pending.append(op)
         if op is not None:
             placed.append((slot, op))
