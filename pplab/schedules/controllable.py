@@ -10,23 +10,27 @@ At t_F = t_I = t_W every pass of a half-size chunk takes one slot and a rank doe
 per microbatch, so the block repeats every six slots. ``BLOCKS`` gives the slots between
 neighbouring stages on the V's four legs (forward down, forward up, input-grad down,
 input-grad up) and the waits at its three turns (bottom of the forward, top, bottom of the
-backward), as the paper's blocks have them. A rank's two lifespans add up to about
-(sum of the legs)·P slots, i.e. (sum of the legs)/12 of 1F1B's memory:
+backward). A rank's two lifespans add up to about (sum of the legs)·P slots, i.e. (sum of the
+legs)/12 of 1F1B's memory:
 
 * V-Min, legs 1, 1, 1, 1: a third of 1F1B's activations, (P+4)//3 stage-equivalents;
 * V-Half, legs 2, 1, 2, 1: half, (P+2)//2;
-* V-ZB, legs 5, 1, 5, 1: 1F1B's P, the most the 1F1B budget allows with the up legs kept at
-  one slot as in the other two (the same lifespans as ZB-V's steady state).
+* V-ZB, legs 5, 1, 5, 1: 1F1B's P. The up legs stay at one slot as in the other two and the
+  down legs take the rest of the budget, which gives each chunk ZB-V's steady-state lifespan.
 
-Each W takes the rank's next free slot. The repeated blocks are then squeezed and their
-warm-up and cool-down reordered under the steady state's peak (``squeeze.py``), as the paper
-does for all three.
+V-Min's and V-Half's legs and turns are the authors' blocks (their code's v-min and v-half
+patterns); V-ZB's are derived from the lifespan rule above. Each W takes the rank's next free
+slot. The repeated blocks are then squeezed and their warm-up and cool-down reordered under
+the steady state's peak (``squeeze.py``), the paper's steps for all three.
 
-Bubbles, as the paper counts them: idle ÷ the longest rank's span (first op's start to last
-op's end, ``Timeline.bubble_rate_span``), at t_F = t_I = t_W. The paper gives ≈ 0 for V-ZB,
-≈ B/2 for V-Half and ≈ 2B/3 for V-Min, B being 1F1B's rate (P−1)/(M+P−1) (≈ p/m). Measured
-at P=8, M=32: V-ZB 0 % (its makespan holds only the V's start-up trip, (P−1)·t_F/2, as ZB-V),
-V-Half 8.1 % (B/2 = 9.0 %), V-Min 12.3 %.
+Bubbles, as the paper counts them: idle over the longest rank's span (its first op's start to
+its last op's end, ``Timeline.bubble_rate_span``) at t_F = t_I = t_W. The paper gives ≈ 0 for
+V-ZB, ≈ B/2 for V-Half and ≈ 2B/3 for V-Min, B being 1F1B's rate on that count,
+(P−1)/(M+P−1) (≈ p/m; 1F1B's rank 0 spans the whole step). Measured at P=8, M=32: V-ZB 0 %
+(of the span and of the ideal), V-Half 8.1 % (B/2 = 9.0 %), V-Min 12.3 % (2B/3 = 12.0 %).
+Over the whole step V-ZB still pays the V's start-up trip, (P−1)·t_F/2 = 3.6 % of the ideal
+there, like ZB-V: no V schedule of one flushed step avoids it (the last rank cannot start
+before the first microbatch reaches it), which is why "zero bubble" is a per-span figure.
 """
 from __future__ import annotations
 

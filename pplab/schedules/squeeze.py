@@ -9,7 +9,9 @@ chunk, t_F = t_I = t_W):
 * **reorder**: walking the passes in time order, a pass of the warm-up or the cool-down
   moves to the earliest free slot of its rank after its inputs, when that does not raise
   the rank's activations above the steady state's peak (the warm-up and cool-down hold
-  fewer chunks, so the memory is there to spend). The steady state is left as it is.
+  fewer chunks, so the memory is there to spend). The steady state is left as it is. A
+  second pass sets the W's aside, moves the cool-down's F and I passes up (the backward
+  chain is the cool-down's critical path) and lets the W's fill the slots left over.
 
 The result is each rank's order; the simulator then times it under any costs. Passes are
 plain ``(stage, kind, microbatch)`` tuples here (hashing them is several times cheaper than
