@@ -58,16 +58,24 @@ def excess_zbv(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
 
 
 def excess_v_min(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
-    """V-Min's building block repeated (pplab.schedules.controllable): a chunk's pass is one
-    slot of tf/2 and the block spans 4P − 5 more slots than one period (one more when 3
-    divides P, where the block waits at its top turn). Exact at tf = tI = tw, every M."""
-    return 0.0 if P == 1 else (4 * P - 5 + (P % 3 == 0)) * float(tf) / 2
+    """V-Min's building block repeated, squeezed and reordered (pplab.schedules.controllable):
+    a chunk's pass is one slot of tf/2 and the step lasts 4P − 5 slots more than the work
+    (two fewer when 3 divides P, where the block waits at its top). Exact at tf = tI = tw
+    for M ≥ 2P."""
+    return 0.0 if P == 1 else (4 * P - 5 - 2 * (P % 3 == 0)) * float(tf) / 2
 
 
 def excess_v_half(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
-    """V-Half's block repeated and squeezed: ⌈(7P − 8)/2⌉ slots of tf/2. Exact at
-    tf = tI = tw for M ≥ P (fewer microbatches leave more of the warm-up idle)."""
-    return 0.0 if P == 1 else -(-(7 * P - 8) // 2) * float(tf) / 2
+    """V-Half's block repeated, squeezed and reordered: 6⌈P/2⌉ − 7 slots of tf/2 (one at
+    P = 2). Exact at tf = tI = tw for M ≥ 2P."""
+    return 0.0 if P == 1 else max(1, 6 * -(-P // 2) - 7) * float(tf) / 2
+
+
+def excess_v_zb(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
+    """V-ZB's block repeated, squeezed and reordered: only the V's start-up trip, (P−1)·tf/2,
+    as ZB-V; no rank idles between its first and its last pass. Exact at tf = tI = tw for
+    M ≥ 2P."""
+    return (P - 1) * float(tf) / 2
 
 
 def excess_dualpipe(P, M, V=1, tf=1.0, tb=2.0, tw=0.0, tfb=None):
@@ -82,5 +90,6 @@ def excess_dualpipev(P, M, V=2, tf=1.0, tb=2.0, tw=0.0, tfb=None):
 
 __all__ = ["excess_naive", "bubble_fraction", "bubble_ratio", "bubble_both", "excess_1f1b",
            "excess_zb_h1", "excess_interleaved_zb",
-           "excess_zb_h2", "excess_zbv", "excess_v_min", "excess_v_half", "excess_dualpipe",
+           "excess_zb_h2", "excess_zbv", "excess_v_min", "excess_v_half", "excess_v_zb",
+           "excess_dualpipe",
            "excess_dualpipev"]

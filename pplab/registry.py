@@ -129,20 +129,19 @@ SPECS: tuple[ScheduleSpec, ...] = (
                  also_in=("memory",)),
     ScheduleSpec("v-zb", v_zb, "V-ZB (controllable memory, 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
-                 excess=cf.excess_zbv,
-                 excess_note="(P−1)·tf/2, the V's start-up trip: a lower bound, reached at "
-                             "tf = tI = tw for P = 3, 4 (a constant more elsewhere); "
-                             "Qi et al.: ≈ 0"),
+                 excess=cf.excess_v_zb,
+                 excess_note="(P−1)·tf/2, the V's start-up trip, exact at tf = tI = tw for "
+                             "M ≥ 2P; no rank idles inside its own span (Qi et al.: ≈ 0)"),
     ScheduleSpec("v-half", v_half, "V-Half (controllable memory, ½ of 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
                  excess=cf.excess_v_half,
-                 excess_note="⌈(7P−8)/2⌉·tf/2 from the building block, exact at tf = tI = tw "
-                             "for M ≥ P; Qi et al.: ≈ P/(2M) of the ideal"),
+                 excess_note="(6⌈P/2⌉−7)·tf/2 from the building block, exact at tf = tI = tw "
+                             "for M ≥ 2P; Qi et al.: ≈ half of 1F1B's bubble"),
     ScheduleSpec("v-min", v_min, "V-Min (controllable memory, ⅓ of 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
                  excess=cf.excess_v_min,
-                 excess_note="(4P−5, +1 if 3 divides P)·tf/2 from the building block, exact at "
-                             "tf = tI = tw; Qi et al.: ≈ 2P/(3M) of the ideal"),
+                 excess_note="(4P−5, −2 if 3 divides P)·tf/2 from the building block, exact "
+                             "at tf = tI = tw for M ≥ 2P; Qi et al.: ≈ ⅔ of 1F1B's bubble"),
     ScheduleSpec("dualpipe", dualpipe, "DualPipe (two copies)", split_backward=True,
                  constraints="P even, M even and M ≥ 2P", excess=cf.excess_dualpipe,
                  excess_note="(P/2−1)(tF&B+tB−3tW), DeepSeek-V3 Table 2; exact at F=1, B=2, "

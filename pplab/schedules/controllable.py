@@ -6,31 +6,48 @@ split into I and W. A schedule is one *building block* (when each of a microbatc
 starts, stage by stage) repeated every microbatch; a chunk's activations live from its F to
 its W, so the offsets between passes on neighbouring stages set the peak memory.
 
-V-Min and V-Half are built that way here. At t_F = t_I = t_W every pass of a half-size chunk
-takes one slot and a rank does six passes per microbatch, so the block repeats every six
-slots. ``LEGS`` gives the slots between neighbouring stages on the four legs of the V
-(forward down, forward up, input-grad down, input-grad up): all 1 for V-Min (the shortest
-lifespans, a third of 1F1B's memory), 2 on the two down legs for V-Half (half). Where two
-passes of one rank would land in the same slot of the period, the block waits at one of the
-V's three turns (found by ``_turns``); each W takes the rank's next free slot. The order of
-the repeated blocks is the schedule; the simulator then starts every pass as soon as its
-inputs allow, which squeezes the idle slots of the warm-up out.
+At t_F = t_I = t_W every pass of a half-size chunk takes one slot and a rank does six passes
+per microbatch, so the block repeats every six slots. ``BLOCKS`` gives the slots between
+neighbouring stages on the V's four legs (forward down, forward up, input-grad down,
+input-grad up) and the waits at its three turns (bottom of the forward, top, bottom of the
+backward). A rank's two lifespans add up to about (sum of the legs)·P slots, i.e. (sum of the
+legs)/12 of 1F1B's memory:
 
-V-ZB (1F1B's memory, zero bubble) is Zero Bubble's list scheduler under a cap of 2P chunks.
+* V-Min, legs 1, 1, 1, 1: a third of 1F1B's activations, (P+4)//3 stage-equivalents;
+* V-Half, legs 2, 1, 2, 1: half, (P+2)//2;
+* V-ZB, legs 5, 1, 5, 1: 1F1B's P. The up legs stay at one slot as in the other two and the
+  down legs take the rest of the budget, which gives each chunk ZB-V's steady-state lifespan.
+
+V-Min's and V-Half's legs and turns are the authors' blocks (their code's v-min and v-half
+patterns); V-ZB's are derived from the lifespan rule above. Each W takes the rank's next free
+slot. The repeated blocks are then squeezed and their warm-up and cool-down reordered under
+the steady state's peak (``squeeze.py``), the paper's steps for all three.
+
+Bubbles, as the paper counts them: idle over the longest rank's span (its first op's start to
+its last op's end, ``Timeline.bubble_rate_span``) at t_F = t_I = t_W. The paper gives ≈ 0 for
+V-ZB, ≈ B/2 for V-Half and ≈ 2B/3 for V-Min, B being 1F1B's rate on that count,
+(P−1)/(M+P−1) (≈ p/m; 1F1B's rank 0 spans the whole step). Measured at P=8, M=32: V-ZB 0 %
+(of the span and of the ideal), V-Half 8.1 % (B/2 = 9.0 %), V-Min 12.3 % (2B/3 = 12.0 %).
+Over the whole step V-ZB still pays the V's start-up trip, (P−1)·t_F/2 = 3.6 % of the ideal
+there, like ZB-V: no V schedule of one flushed step avoids it (the last rank cannot start
+before the first microbatch reaches it), which is why "zero bubble" is a per-span figure.
 """
 from __future__ import annotations
 
 import itertools
-from functools import lru_cache
 
-from ..ir import Action, Op, Schedule
+from ..ir import Schedule
 from ._common import build, check_basics, v_placement
-from .greedy import Problem, list_schedule
+from .squeeze import Pass, rank_orders, reorder, squeeze
 
 PERIOD = 6                   # slots per microbatch per rank: F, I, W on two chunks
-#: slots between neighbouring stages: forward down, forward up, backward down, backward up
-LEGS = {"v-min": (1, 1, 1, 1), "v-half": (2, 1, 2, 1)}
 Times = tuple[tuple[int, ...], tuple[int, ...]]
+#: legs (forward down, forward up, input-grad down, input-grad up) and the turns' waits
+BLOCKS = {
+    "v-min": ((1, 1, 1, 1), lambda P: (0, 2 if P % 3 == 0 else 0, 0)),
+    "v-half": ((2, 1, 2, 1), lambda P: (0, 3 if P % 2 == 0 else 0, 1)),
+    "v-zb": ((5, 1, 5, 1), lambda P: (0, 0, 0)),
+}
 
 
 def _block(P: int, legs: tuple[int, ...], turns: tuple[int, int, int]) -> Times:
@@ -58,64 +75,48 @@ def _fits_period(P: int, times: Times) -> bool:
     return True
 
 
-def _rank_order(P: int, M: int, r: int, times: Times) -> list[Op]:
-    """Rank r's passes in block order: F and I at their slots, each W (oldest first) in the
-    next slot no F or I claims."""
+def _rank_slots(P: int, M: int, r: int, times: Times) -> list[tuple[int, Pass]]:
+    """Rank r's passes with their slots: F and I where the repeated block puts them, each W
+    (oldest first) in the next slot no F or I claims."""
     f, i = times
     at = {}
     for mb in range(M):
         for s in (r, 2 * P - 1 - r):
-            at[f[s] + PERIOD * mb] = Action(s, "F", mb)
-            at[i[s] + PERIOD * mb] = Action(s, "I", mb)
-    order: list[Op] = []
-    pending: list[Action] = []
+            at[f[s] + PERIOD * mb] = (s, "F", mb)
+            at[i[s] + PERIOD * mb] = (s, "I", mb)
+    placed: list[tuple[int, Pass]] = []
+    pending: list[Pass] = []
     last = max(at)
     for slot in itertools.count():
         if slot > last and not pending:
-            return order
+            return placed
         op = at.get(slot)
         if op is None and pending:
-            done = pending.pop(0)
-            op = Action(done.stage, "W", done.microbatch)
-        elif op is not None and op.kind == "I":
+            stage, _, mb = pending.pop(0)
+            op = (stage, "W", mb)
+        elif op is not None and op[1] == "I":
             pending.append(op)
         if op is not None:
-            order.append(op)
+            placed.append((slot, op))
     raise AssertionError("unreachable")
 
 
-def _peak(order: list[Op]) -> int:
-    """Most chunks alive at once (F run, W not yet) in one rank's order."""
-    alive = peak = 0
-    for op in order:
-        alive += {"F": 1, "W": -1}.get(op.kind, 0)
-        peak = max(peak, alive)
-    return peak
+def block_times(name: str, P: int) -> Times:
+    """Schedule ``name``'s building block for P ranks (it repeats without collisions)."""
+    legs, turns = BLOCKS[name]
+    times = _block(P, legs, turns(P))
+    assert _fits_period(P, times), f"{name}'s block collides with itself at P={P}"
+    return times
 
 
-@lru_cache(maxsize=None)
-def _turns(P: int, legs: tuple[int, ...]) -> Times:
-    """The block for P ranks: the waits at the turns that fit the period with the smallest
-    peak; then the smallest wait at the top (it delays every backward), then the smallest
-    total wait. Peaks are read off a run long enough to reach the steady state."""
-    best = None
-    for turns in itertools.product(range(PERIOD), repeat=3):
-        times = _block(P, legs, turns)
-        if not _fits_period(P, times):
-            continue
-        peak = max(_peak(_rank_order(P, P + 4, r, times)) for r in range(P))
-        key = (peak, turns[1], sum(turns), turns)
-        if best is None or key < best[0]:
-            best = (key, times)
-    assert best is not None, f"no block fits P={P}"
-    return best[1]
-
-
-def _v_block_schedule(name: str, P: int, M: int, V: int) -> Schedule:
+def _v_block_schedule(name: str, P: int, M: int, V: int | None) -> Schedule:
+    """Repeat the block M times, squeeze, reorder the warm-up and cool-down."""
     _check_v(name, P, M, V)
-    times = _turns(P, LEGS[name])
-    ranks = [_rank_order(P, M, r, times) for r in range(P)]
-    return build(name, P, M, v_placement(P), ranks, V=2)
+    times = block_times(name, P)
+    placement = v_placement(P)
+    slots = {a: t for r in range(P) for t, a in _rank_slots(P, M, r, times)}
+    slots = reorder(squeeze(slots, placement, 2 * P - 1), placement, 2 * P - 1, M)
+    return build(name, P, M, placement, rank_orders(slots, placement, P), V=2)
 
 
 def _check_v(name: str, P: int, M: int, V: int | None) -> None:
@@ -125,20 +126,18 @@ def _check_v(name: str, P: int, M: int, V: int | None) -> None:
 
 
 def v_zb(P: int, M: int, V: int = 2) -> Schedule:
-    """V-ZB: the V shape at 1F1B's activation peak (2P chunks = P·M_B), zero bubble once
-    M is large enough at t_F = t_I = t_W. Constraints: V = 2."""
-    _check_v("v-zb", P, M, V)
-    pb = Problem(P, M, v_placement(P), lambda kind, stage: 0.5, cap=2 * P)
-    return build("v-zb", P, M, v_placement(P), list_schedule(pb), V=2)
+    """V-ZB: the V shape at 1F1B's activation peak (P stage-equivalents), no bubble in any
+    rank's span once M ≥ 2P at t_F = t_I = t_W. Constraints: V = 2."""
+    return _v_block_schedule("v-zb", P, M, V)
 
 
 def v_half(P: int, M: int, V: int = 2) -> Schedule:
-    """V-Half: half of 1F1B's activations ((P+2)//2 stage-equivalents, as Qi et al.), bubble
-    about P/(2M) of the ideal at t_F = t_I = t_W. Constraints: V = 2."""
+    """V-Half: half of 1F1B's activations ((P+2)//2 stage-equivalents, as Qi et al.), about
+    half of 1F1B's bubble at t_F = t_I = t_W. Constraints: V = 2."""
     return _v_block_schedule("v-half", P, M, V)
 
 
 def v_min(P: int, M: int, V: int = 2) -> Schedule:
     """V-Min: a third of 1F1B's activations ((P+4)//3 stage-equivalents, as Qi et al.),
-    bubble about 2P/(3M) of the ideal at t_F = t_I = t_W. Constraints: V = 2."""
+    about two thirds of 1F1B's bubble at t_F = t_I = t_W. Constraints: V = 2."""
     return _v_block_schedule("v-min", P, M, V)

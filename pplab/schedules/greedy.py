@@ -3,7 +3,7 @@
 Zero Bubble's heuristic (Qi et al. 2024, §3.1) in a general form: any placement (one stage
 per rank, looped, V shape), per-kind and per-stage costs, a per-rank cap. Every rank takes
 whichever op it can start soonest; at equal times it prefers the kinds in ``prefer`` order.
-V-ZB and ``pplab.search`` are built on it (V-Min and V-Half repeat a building block).
+``pplab.search`` is built on it (V-Min, V-Half and V-ZB repeat a building block).
 
 Memory is counted as the simulator counts it: one unit per (stage, microbatch) whose forward
 ran and whose W has not. So that no rank ever fills up with half-finished microbatches, a

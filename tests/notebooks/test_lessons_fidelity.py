@@ -142,3 +142,13 @@ def test_fsdp2_pp_collectives_counted_on_a_real_two_process_run():
 def test_span_based_bubble_rate_is_taught_where_zero_bubble_rests_on_it():
     assert "bubble_rate_span" in _text("06") and "eq. 3" in _text("06")
     assert "zb-h2           27  [24.0, 24.0, 24.0, 24.0]         11.1%        0.0%" in _outputs("06")
+
+
+def test_lesson13_states_the_v_family_as_measured():
+    """V-ZB, V-Half and V-Min are built from the paper's blocks; the lesson quotes what they
+    measure on the paper's count (idle over the longest span) and on the step's."""
+    text = _text("13")
+    assert "5.7 %" not in text and "⌈(7P − 8)/2⌉" not in text
+    assert "0, 8.1 % and 12.3 %" in text and "0, 9.0 % and 12.0 %" in text
+    out = _outputs("13")
+    assert "P= 8 M=32: V-ZB bubble 3.6% of ideal, 0.0% inside the longest span" in out
