@@ -57,8 +57,13 @@ TABLE4 = (Row(8192, 8, 1, 16, 64, 8192, 32, "16M", 430, 0.43),
           Row(16384, 8, 16, 16, 8, 131072, 16, "16M", 380, 0.38))
 #: columns matched by a second public copy (Balaji's SC'24 slide, quoted at
 #: glennklockwood.com/garden/llama-3.1): GPUs, TP, CP, PP, tokens/batch, TFLOPs/GPU. DP,
-#: batch/DP and MFU could not be checked there; ``check_row`` shows they follow from the rest.
+#: batch/DP and MFU come from text copies of the paper only; ``check_row`` shows they follow
+#: from the rest.
 TABLE4_CHECKED = ("gpus", "tp", "cp", "pp", "tokens", "tflops")
+#: the CP row's DP in a text copy of an earlier arXiv version of the paper (a copy quoting v3
+#: has 8): with 4, TP·CP·PP·DP is 8,192 GPUs and the batch 8M tokens, against the row's own
+#: 16,384 and 16M
+CP_ROW_DP_EARLIER = 4
 
 
 def check_row(row: Row) -> list[str]:
@@ -86,21 +91,27 @@ def end_layers(P: int, V: int, layers: int = 126) -> int:
     return k - 1
 
 
-def layout(row: Row, V: int = LLAMA3_V, microbatch: int = 1, zero: int = 1,
-           regather: str = "per_microbatch", recompute: str = "selective"):
-    """(model, ParallelConfig) for a Table 4 row: interleaved 1F1B, the first and last chunks
-    one layer lighter (``end_layers``), M = batch/DP ÷ microbatch, SP on (Megatron-style TP)."""
+def layout(row: Row, V: int = LLAMA3_V, microbatch: int = 1, zero: int = 2,
+           bytes_grad: float = 4, recompute: str = "selective"):
+    """(model, ParallelConfig) for a Table 4 row as the paper describes it (§3.3.2).
+
+    Interleaved 1F1B, the first and last chunks one layer lighter (``end_layers``),
+    M = batch/DP ÷ microbatch, SP on (Megatron-style TP). FSDP "shards optimizer states and
+    gradients" but does not reshard the parameters after the forward, and accumulates the
+    gradients in fp32: ZeRO-2's sharding with 4-byte gradients. No activation checkpointing
+    at 8K tokens: pplab's ``"selective"`` row is the nearest, the attention scores not kept
+    (FlashAttention recomputes them in the backward) and nothing else re-run."""
     if row.cp != 1:
         raise ValueError(f"pplab models no context parallelism (CP={row.cp}); use a CP=1 row")
     if row.batch_per_dp % microbatch:
         raise ValueError(f"microbatch {microbatch} does not divide the {row.batch_per_dp} "
                          f"sequences per replica; use a divisor of {row.batch_per_dp}")
     model = get_preset("llama3-405b").with_(seq=row.seq)
-    cfg = ParallelConfig(tp=row.tp, pp=row.pp, dp=row.dp, zero=zero, zero3_regather=regather,
+    k = end_layers(row.pp, V)
+    cfg = ParallelConfig(tp=row.tp, pp=row.pp, dp=row.dp, zero=zero, bytes_grad=bytes_grad,
                          sp=True, recompute=recompute, microbatch=microbatch,
                          microbatches=row.batch_per_dp // microbatch, schedule="interleaved",
-                         virtual=V, first_layers=end_layers(row.pp, V),
-                         last_layers=end_layers(row.pp, V))
+                         virtual=V, first_layers=k, last_layers=k)
     cfg.validate(model)
     return model, cfg
 
@@ -162,11 +173,34 @@ def memory_table(row: Row, **kw) -> list[str]:
     return lines
 
 
+def activation_budget(row: Row, hbm: float = 80e9, **kw) -> dict:
+    """What would let the worst rank fit in ``hbm``: the rank-shares of activations it could
+    keep in flight at pplab's bytes per layer, or the bytes per layer (in units of s·b·h/t,
+    Korthikanti's 34 with SP) at the schedule's depth."""
+    model, cfg = layout(row, **kw)
+    rep = memory_report(model, cfg)
+    worst = max(rep.per_rank, key=lambda r: r.total)
+    states = worst.params + worst.grads + worst.optimizer
+    share = worst.activations / worst.inflight                  # one rank-share in flight
+    sbh_t = row.seq * cfg.microbatch * model.hidden / cfg.tp
+    per_layer = worst.activations / (worst.inflight * worst.layers) / sbh_t
+    return {"rank": worst.rank, "total": worst.total, "states": states,
+            "inflight": worst.inflight, "fits_inflight": (hbm - states) / share,
+            "per_layer_sbh_t": per_layer,
+            "fits_per_layer_sbh_t": per_layer * (hbm - states) / worst.activations}
+
+
 def axis_bytes(row: Row, **kw) -> dict:
     """Bytes one GPU of the busiest rank sends per step on each axis, and seconds at
-    NVLink (TP) / 50 GB/s (PP, DP) if nothing overlapped (``pplab.memory.comm``)."""
+    NVLink (TP) / 50 GB/s (PP, DP) if nothing overlapped (``pplab.memory.comm``).
+
+    DP below ZeRO-3: one reduce-scatter of the gradients and one all-gather of the
+    parameters per step, each at its own width (fp32 gradients, bf16 parameters in the
+    paper); ``comm_volumes`` counts both at the gradients' width."""
     model, cfg = layout(row, **kw)
     vol = comm_volumes(model, cfg, cfg.make_schedule())
+    if cfg.zero < 3:
+        vol["dp"] *= (cfg.bytes_grad + cfg.bytes_param) / (2 * cfg.bytes_grad)
     return {"bytes": vol, "seconds": comm_times(vol, cfg)}
 
 

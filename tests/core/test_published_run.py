@@ -71,7 +71,26 @@ def test_memory_and_bytes_per_axis():
     full = [float(r.split()[-1]) for r in pr.memory_table(pr.TABLE4[0], recompute="full")[1:]]
     assert max(full) < 60
     ax = pr.axis_bytes(pr.TABLE4[0])["bytes"]
-    assert ax["tp"] > ax["pp"] > ax["dp"] > 0
+    assert ax["tp"] > ax["dp"] > ax["pp"] > 0
+
+
+def test_dp_bytes_count_fp32_gradients_and_bf16_parameters():
+    from pplab.memory import memory_report
+    model, cfg = pr.layout(pr.TABLE4[0])
+    psi = max(r.params_count for r in memory_report(model, cfg).per_rank)
+    d = cfg.dp
+    assert pr.axis_bytes(pr.TABLE4[0])["bytes"]["dp"] == pytest.approx((d - 1) / d * psi * (4 + 2))
+    assert (cfg.zero, cfg.bytes_grad, cfg.bytes_param) == (2, 4, 2)
+
+
+def test_activation_budget_sizes_the_gap():
+    lo, hi = pr.activation_budget(pr.TABLE4[0]), pr.activation_budget(pr.TABLE4[1])
+    assert lo["per_layer_sbh_t"] == pytest.approx(34)              # Korthikanti, SP, no scores
+    assert lo["total"] > 80e9 and lo["fits_inflight"] < lo["inflight"]
+    assert lo["fits_per_layer_sbh_t"] < 34
+    assert hi["total"] < 80e9 and hi["fits_inflight"] >= hi["inflight"]
+    roomy = pr.activation_budget(pr.TABLE4[0], hbm=200e9)
+    assert roomy["fits_inflight"] > roomy["inflight"]
 
 
 def test_mfu_budget_and_the_fitted_efficiency():

@@ -76,5 +76,6 @@ QUESTIONS = (
                         "Hundreds of GB, inside the node on NVLink.", True),
                  Option("PP: sixteen stages, eight chunks each", "One activation per chunk "
                         "boundary per microbatch: tens of GB."),
-                 Option("DP: 64 replicas", "About 2Ψ per step of this rank's share: ~13 GB."))),
+                 Option("DP: 64 replicas", "Each rank's gradients and parameters once per "
+                        "step: about 19 GB."))),
 )
