@@ -313,7 +313,7 @@ def _scale_grads() -> str:
 
 @_reveals("14.m-per-replica")
 def _m_per_replica() -> str:
-    from .published_run import TABLE4, check_row
+    from ..memory.published_run import TABLE4, check_row
     assert [r.batch_per_dp for r in TABLE4[:2]] == [32, 16]
     assert TABLE4[0].sequences // 16 == 128          # the lecture's 128: this batch over DP 16
     return "\n".join(line for r in TABLE4 for line in check_row(r))
@@ -321,7 +321,7 @@ def _m_per_replica() -> str:
 
 @_reveals("14.denominators")
 def _denominators() -> str:
-    from .published_run import bubble
+    from ..memory.published_run import bubble
     lines = ["P=16, M=32, equal chunks",
              " V  V·M  idle÷busy  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
     for V in (1, 2, 4, 8):
@@ -336,7 +336,7 @@ def _denominators() -> str:
 
 @_reveals("14.lighter-ends")
 def _lighter_ends() -> str:
-    from .published_run import bubble, chunk_scales
+    from ..memory.published_run import bubble, chunk_scales
     lines = [f"chunk FLOPs ÷ the mean chunk: first {chunk_scales(16, 32, 8)[0]:g}, others "
              f"{chunk_scales(16, 32, 8)[1]:g}, last {chunk_scales(16, 32, 8)[-1]:g}"]
     for M in (32, 16):
@@ -349,7 +349,7 @@ def _lighter_ends() -> str:
 
 @_reveals("14.mfu-bubble")
 def _mfu_bubble() -> str:
-    from .published_run import TABLE4, mfu_budget
+    from ..memory.published_run import TABLE4, mfu_budget
     lines = ["row                        MFU   bubble÷total  busy util.  bubble costs  rest"]
     for row in TABLE4:
         b = mfu_budget(row)

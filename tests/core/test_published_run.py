@@ -2,7 +2,7 @@
 import pytest
 
 from pplab.closed_forms import bubble_both
-from pplab.course import published_run as pr
+from pplab.memory import published_run as pr
 from pplab.partition import stage_layers
 
 

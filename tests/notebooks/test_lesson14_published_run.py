@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from pplab.closed_forms import bubble_both
-from pplab.course import published_run as pr
+from pplab.memory import published_run as pr
 
 ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "14_a_published_run.ipynb"

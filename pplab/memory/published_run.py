@@ -12,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..closed_forms import bubble_both
-from ..memory import ParallelConfig, get_preset, memory_report
-from ..memory.comm import comm_times, comm_volumes
-from ..memory.planner import Hardware, _stage_scale, estimate
+from ..registry import make_schedule
 from ..simulate import Costs, simulate
+from .accounting import memory_report
+from .comm import comm_times, comm_volumes
+from .parallel import ParallelConfig
+from .planner import Hardware, _stage_scale, estimate
+from .presets import get_preset
 
 #: H100 SXM dense bf16 peak, FLOP/s (NVIDIA's datasheet: 1,979 with 2:4 sparsity, half dense)
 PEAK_BF16 = 989e12
@@ -129,7 +132,6 @@ def bubble(P: int, M: int, V: int = LLAMA3_V, uneven: bool = True) -> dict:
 
     ``uneven``: the first and last chunks as Llama 3 made them (``chunk_scales``); otherwise
     every chunk equal, where the simulator gives the closed forms exactly."""
-    from ..registry import make_schedule
     scale = chunk_scales(P, M, V) if uneven else None
     tl = simulate(make_schedule("interleaved", P, M, V), Costs(tf=1, tb=2, stage_scale=scale))
     frac, ratio = bubble_both(P, M, V)
