@@ -33,13 +33,16 @@ def uneven_split(num_layers: int, num_parts: int, first: int | None = None,
 
     Megatron-LM's ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers``:
     the first stage also runs the embedding and the last the LM head and loss, so giving them
-    fewer layers balances the pipeline. The stages in between share the rest evenly.
+    fewer layers balances the pipeline. The stages in between share the rest evenly. A count
+    of 0 leaves that stage the embedding (or the head and loss) alone: Llama 3 405B's first
+    and last interleaved chunks (Llama 3 paper §3.3.2).
     """
     if first is None and last is None:
         return even_split(num_layers, num_parts)
     for name, v in (("first", first), ("last", last)):
-        if v is not None and v < 1:
-            raise ValueError(f"{name} stage layers must be ≥ 1, got {v}")
+        if v is not None and v < 0:
+            raise ValueError(f"{name} stage layers must be ≥ 0 (0: the embedding or the head "
+                             f"alone), got {v}")
     if num_parts < 2:
         raise ValueError(f"first/last stage layer counts need ≥ 2 pipeline stages, got "
                          f"{num_parts}")
@@ -99,7 +102,7 @@ def stage_layers(schedule: Schedule, num_layers: int, first: int | None = None,
     (``uneven_split``).
     """
     per_copy = schedule.stages_per_copy
-    if num_layers < per_copy:
+    if num_layers < per_copy - (first == 0) - (last == 0):
         raise ValueError(f"{schedule.name} with P={schedule.P}, V={schedule.V} cuts the model "
                          f"into {per_copy} stages but it has only {num_layers} layers; use at "
                          f"least {per_copy} layers or fewer stages")

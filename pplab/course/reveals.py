@@ -309,3 +309,53 @@ def _scale_grads() -> str:
     assert abs(ratios[False] - 4) < 1e-4 and abs(ratios[True] - 1) < 1e-4
     return "\n".join(f"scale_grads={s!s:5s}: |pipeline gradient| / |full-batch gradient| = "
                      f"{r:.4f}" for s, r in ratios.items())
+
+
+@_reveals("14.m-per-replica")
+def _m_per_replica() -> str:
+    from ..memory.published_run import TABLE4, check_row
+    assert [r.batch_per_dp for r in TABLE4[:2]] == [32, 16]
+    assert TABLE4[0].sequences // 16 == 128          # the lecture's 128: this batch over DP 16
+    return "\n".join(line for r in TABLE4 for line in check_row(r))
+
+
+@_reveals("14.denominators")
+def _denominators() -> str:
+    from ..memory.published_run import bubble
+    lines = ["P=16, M=32, equal chunks",
+             " V  V·M  idle÷busy  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
+    for V in (1, 2, 4, 8):
+        b = bubble(16, 32, V, uneven=False)
+        assert abs(b["ratio"] - 15 / (32 * V)) < 1e-12
+        assert abs(b["fraction"] - 15 / (32 * V + 15)) < 1e-12
+        lines.append(f"{V:2d}  {32 * V:3d}  {b['ratio']:9.1%}  {b['closed_ratio']:11.1%}  "
+                     f"{b['fraction']:10.1%}  {b['closed_fraction']:15.1%}")
+    lines.append("the lecture's 15/79 is the V·M = 64 row ÷ total, its 15/143 the V·M = 128 row")
+    return "\n".join(lines)
+
+
+@_reveals("14.lighter-ends")
+def _lighter_ends() -> str:
+    from ..memory.published_run import bubble, chunk_scales
+    lines = [f"chunk FLOPs ÷ the mean chunk: first {chunk_scales(16, 32, 8)[0]:g}, others "
+             f"{chunk_scales(16, 32, 8)[1]:g}, last {chunk_scales(16, 32, 8)[-1]:g}"]
+    for M in (32, 16):
+        eq, ll = bubble(16, M, 8, uneven=False), bubble(16, M, 8)
+        assert abs(ll["fraction"] - eq["fraction"]) < 0.005
+        lines.append(f"M={M}: idle÷total {eq['fraction']:.2%} equal → {ll['fraction']:.2%} "
+                     f"Llama 3's; idle÷busy {eq['ratio']:.2%} → {ll['ratio']:.2%}")
+    return "\n".join(lines)
+
+
+@_reveals("14.mfu-bubble")
+def _mfu_bubble() -> str:
+    from ..memory.published_run import TABLE4, mfu_budget
+    lines = ["row                        MFU   bubble÷total  busy util.  bubble costs  rest"]
+    for row in TABLE4:
+        b = mfu_budget(row)
+        lines.append(f"{row.label:25s} {b['mfu']:5.1%}  {b['bubble_fraction']:12.1%}  "
+                     f"{b['busy']:10.1%}  {b['bubble_points'] * 100:9.1f} pt  "
+                     f"{b['rest_points'] * 100:4.1f} pt")
+    first = mfu_budget(TABLE4[0])
+    assert 0.02 < first["bubble_points"] < 0.035 and first["rest_points"] > 0.5
+    return "\n".join(lines)

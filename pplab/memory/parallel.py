@@ -107,7 +107,8 @@ class ParallelConfig:
                              f"stage needs at least one layer; use PP ≤ {model.layers}")
         sched = (self.make_schedule() if schedule_fn is None else
                  schedule_fn(self.schedule, self.pp, self.microbatches, self.virtual))
-        if sched.stages_per_copy > model.layers:
+        empty_ends = (self.first_layers == 0) + (self.last_layers == 0)
+        if sched.stages_per_copy - empty_ends > model.layers:
             raise ValueError(f"{sched.name} with PP={self.pp}, V={sched.V} cuts the model into "
                              f"{sched.stages_per_copy} stages but {model.name} has only "
                              f"{model.layers} layers; lower PP or V")

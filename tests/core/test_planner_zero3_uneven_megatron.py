@@ -98,7 +98,9 @@ def test_uneven_split_and_its_errors():
     assert [len(r) for r in uneven_split(80, 8, 9, 8)] == [9, 11, 11, 11, 10, 10, 10, 8]
     assert [len(r) for r in uneven_split(10, 4, last=1)] == [3, 3, 3, 1]
     assert [len(r) for r in uneven_split(10, 4)] == [3, 3, 2, 2]
-    for args, msg in (((80, 8, -1, None), "≥ 1"), ((80, 2, 40, 41), "add up"),
+    # Llama 3 405B: 126 layers on 128 one-layer chunks, the two ends empty (embedding, head)
+    assert [len(r) for r in uneven_split(126, 128, 0, 0)] == [0] + [1] * 126 + [0]
+    for args, msg in (((80, 8, -1, None), "≥ 0"), ((80, 2, 40, 41), "add up"),
                       ((8, 4, 4, 4), "leaving 0 for 2"), ((8, 1, 3, None), "≥ 2 pipeline"),
                       ((3, 4, None, None), "at least 4 layers")):
         with pytest.raises(ValueError, match=msg) as e:

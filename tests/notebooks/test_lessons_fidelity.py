@@ -86,7 +86,8 @@ def test_cross_references_and_docs():
     assert "alive (lesson 04)" in _text("07")
     assert "ScheduleLoopedBFS" in _text("05") and "Llama 3 uses a tunable mix" not in _text("05")
     course = (ROOT / "docs" / "course.md").read_text()
-    assert "| 13 | `13_schedules_for_a_memory_budget`" in course and "lessons 00–13" in course
+    assert "| 13 | `13_schedules_for_a_memory_budget`" in course and "lessons 00–14" in course
+    assert "| 14 | `14_a_published_run`" in course
 
 
 def test_zb_h1_pending_w_has_its_own_size():

@@ -41,6 +41,10 @@ LEAKS = {
     "11.slow-first": ["slow[1] < slow[0]", "first* stage costs less"],
     "12.m-lt-p": ['torch_refuses("Schedule1F1B", P=4, M=2) and'],
     "12.scale-grads": ["scale_grads=False) - 4)"],
+    "14.m-per-replica": ["64 replicas × 32", "batch/DP 32", "| 64 | 8,192 | 32", "= 32 sequences"],
+    "14.denominators": ["15/256", "15/271", "5.9% of the busy", "15 / (32 * V)"],
+    "14.lighter-ends": ["5.87%", "6.2% (5.9%)", "less than half a point"],
+    "14.mfu-bubble": ["2.7 pt", "46.2%", "2.7 points"],
 }
 
 

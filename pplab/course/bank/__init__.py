@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-LESSONS = tuple(f"{n:02d}" for n in range(14))
+LESSONS = tuple(f"{n:02d}" for n in range(15))
 _CACHE: dict = {}
 
 
