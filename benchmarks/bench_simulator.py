@@ -70,8 +70,29 @@ def executors_at_scale(repeats: int = 5) -> None:
               f"{ref / fast:6.2f} {'met' if fast <= 50 else 'missed':>8s} {costs_only:14.0f}")
 
 
+def far_corner_redraw(repeats: int = 5) -> None:
+    """The timeline canvas's render at the far corner of its sliders (what the kernel does
+    per slider move before the browser draws): a fresh schedule, then one the canvas kept
+    (a cost slider, or a slider moved back), and the size of the scene it sends."""
+    import json
+
+    from pplab.canvases import base
+    from pplab.canvases.timeline import render
+
+    def fresh():
+        base._schedule.cache_clear()
+        return render("interleaved", 64, 256, 2, draw="scene")
+    sc, _ = fresh()
+    kb = len(json.dumps(sc, separators=(",", ":"))) / 1e3
+    first = median_ms(fresh, repeats)
+    kept = median_ms(lambda: render("interleaved", 64, 256, 2, tf=1.5, draw="scene"), repeats)
+    print(f"\ntimeline canvas render, interleaved P=64 M=256 V=2: fresh schedule {first:.0f} ms, "
+          f"kept schedule {kept:.0f} ms, scene {kb:.0f} kB (medians of {repeats})")
+
+
 def main() -> None:
     executors_at_scale()
+    far_corner_redraw()
     print(f"{'schedule':12s} {'P=8,M=32 ms':>12s} {'actions':>8s} {'P=32,M=256 ms':>14s} "
           f"{'actions':>8s} {'us/action small':>16s} {'us/action large':>16s} {'ratio':>6s}")
     for name in NAMES:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, attrgetter, eq, ne
+from operator import add, and_, attrgetter, eq, ne, xor
 from typing import Callable
 
 from .ir import KEY_STRIDE, KIND_CODE, KINDS, Action, Op, Overlap, Schedule, gc_paused
@@ -34,26 +34,30 @@ from .timeline import Event
 _new_event = partial(tuple.__new__, Event)
 _KEY, _FIELDS = attrgetter("_key"), attrgetter("stage", "kind", "microbatch")
 _MASK = KEY_STRIDE - 1                       # key & _MASK = the class, stage·4 + kind
+_FAR = 1 << 62                               # key + _FAR: "needs nothing", always done
+_PAIR = ~(_FAR - 1)                         # the look-up of an overlapped pair (never done)
 
 
 class Plan:
     """One schedule's ops in rank-major order, their keys and what the run found.
 
-    ``keys[i]``: op i's action key, or its pair's two keys; ``cls[i]``: its duration class
-    (the key's class, or ``(c1, c2)`` for a pair); ``bounds[r]``: rank r's ops are
-    ``bounds[r] .. bounds[r + 1] - 1``; ``cross``, ``alt``, ``need``: per class, the offset
-    to the input made on another rank, whether it may be the next stage's I rather than its
-    B, and the offsets of what must already have run on the same rank. After the first run:
-    ``order`` (the reference's), ``dep[i]`` (op i's cross-rank input, -1 none, ``two[i]``
-    for a pair's two) and ``by_order`` (ranks and ops in that order).
+    ``keys[i]``: op i's action key, or its pair's two keys; ``look[i]``: the one key a lone
+    op looks up, its input from another rank, or ``~key`` of what must already have run
+    on this rank (``_PAIR`` for a pair); ``cls[i]``: the duration class (``(c1, c2)`` for
+    a pair); ``bounds[r]``: rank r's ops are ``bounds[r] .. bounds[r + 1] - 1``; ``always``:
+    the keys done from the start (the "needs nothing" ones); ``pairs[i]``: a pair's looks,
+    its own two parts left out; ``mixed_b``: the B classes whose stage also runs I's, for
+    the look-ups that miss. After the first run: ``order`` (the reference's), ``dep[i]``
+    (op i's cross-rank input; ``n`` for none, -1 for a pair, whose are ``two[i]``) and
+    ``by_order`` (ranks and ops in that order).
     """
-    __slots__ = ("ops", "rank", "keys", "cls", "bounds", "keyset", "cross", "alt", "need",
-                 "order", "dep", "two", "by_order")
+    __slots__ = ("ops", "rank", "keys", "look", "cls", "bounds", "keyset", "always", "pairs",
+                 "mixed_b", "order", "dep", "two", "by_order")
 
-    def __init__(self, ops, rank, keys, cls, bounds, keyset, tables):
-        self.ops, self.rank, self.keys, self.cls, self.bounds = ops, rank, keys, cls, bounds
-        self.keyset = keyset
-        self.cross, self.alt, self.need = tables
+    def __init__(self, ops, rank, keys, look, cls, bounds, keyset, always, pairs, mixed_b):
+        self.ops, self.rank, self.keys, self.look, self.cls = ops, rank, keys, look, cls
+        self.bounds, self.keyset, self.always, self.pairs = bounds, keyset, always, pairs
+        self.mixed_b = mixed_b
         self.order = self.dep = self.two = self.by_order = None
 
 
@@ -86,12 +90,12 @@ def _compile(schedule: Schedule) -> Plan | None:
     if not types <= {Action, Overlap}:
         return None
     if Overlap in types:
-        pairs = [i for i, op in enumerate(ops) if type(op) is Overlap]
+        pairs_at = [i for i, op in enumerate(ops) if type(op) is Overlap]
         singles = [op for op in ops if type(op) is not Overlap]
-        parts = singles + [a for i in pairs for a in ops[i].parts]
+        parts = singles + [a for i in pairs_at for a in ops[i].parts]
         keys = _key_list(parts)
         part_rank = [r for r, op in zip(rank_of, ops) if type(op) is not Overlap] + \
-            [rank_of[i] for i in pairs for _ in (0, 1)]
+            [rank_of[i] for i in pairs_at for _ in (0, 1)]
         op_keys = _merge(ops, keys, len(singles))
     else:
         keys = op_keys = _key_list(ops)
@@ -109,60 +113,85 @@ def _compile(schedule: Schedule) -> Plan | None:
     place = [schedule.stage_to_rank[c >> 2] for c in range(4 * S)]
     if any(map(ne, map(place.__getitem__, cls), part_rank)):
         return None                                  # an action off its stage's rank
-    op_cls = [k & _MASK if type(k) is int else (k[0] & _MASK, k[1] & _MASK) for k in op_keys] \
-        if op_keys is not keys else cls
-    return Plan(ops, rank_of, op_keys, op_cls, bounds, keyset, _tables(schedule, present))
+    one, mixed_b = _tables(schedule, present)
+    offset, flag = [o for o, _ in one], [f for _, f in one]
+    look = list(map(xor, map(add, keys, map(offset.__getitem__, cls)), map(flag.__getitem__, cls)))
+    nothing = [o == _FAR for o in offset]
+    always = list(map(add, compress(keys, map(nothing.__getitem__, cls)), repeat(_FAR)))
+    pairs = {}
+    if op_keys is not keys:
+        pair_looks = iter(look[len(singles):])
+        for i in pairs_at:                       # a pair's own other half is no input
+            looks = (next(pair_looks), next(pair_looks))
+            pairs[i] = tuple(x for x in looks if (x if x >= 0 else ~x) not in op_keys[i])
+        look = _merge(ops, look, len(singles), _PAIR)
+        cls = [k & _MASK if type(k) is int else (k[0] & _MASK, k[1] & _MASK) for k in op_keys]
+    return Plan(ops, rank_of, op_keys, look, cls, bounds, keyset, always, pairs, mixed_b)
 
 
-def _merge(ops, keys, n_singles) -> list:
-    """Per op its key, or its overlapped pair's two keys, from singles-then-pairs order."""
+def _merge(ops, keys, n_singles, pair=None) -> list:
+    """Per op its key, or its overlapped pair's two keys (``pair`` in their place when
+    given), from singles-then-pairs order."""
     singles, pairs = iter(keys[:n_singles]), iter(keys[n_singles:])
+    if pair is not None:
+        return [pair if type(op) is Overlap else next(singles) for op in ops]
     return [(next(pairs), next(pairs)) if type(op) is Overlap else next(singles) for op in ops]
 
 
 def _tables(schedule: Schedule, present: set[int]):
-    """Per class ``stage·4 + kind``: the offset of the input made on another rank (None),
-    whether that input may be an I where B is looked for (the next stage runs both), and
-    the offsets that must already have run on this rank: its own stage's earlier part (a
-    backward's F, a W's I) and an input made here (the V's turn)."""
+    """Per class ``stage·4 + kind``: ``(offset, flag)`` of the one key a lone op looks up
+    (``look = (key + offset) ^ flag``): its input made on another rank (flag 0), else what
+    must already have run on this rank (flag -1): an input made here (the V's turn), else
+    its own stage's earlier part (a W's I, a last stage's F: an input implies it, since
+    its maker needed it), else nothing (``_FAR``, always done). A backward's input is the
+    next stage's B, or its I where only I's run there; ``mixed_b`` has the B classes of
+    stages that run both (a look-up that misses a B there tries the I)."""
     first, last = schedule._stage_ends
     place = schedule.stage_to_rank
-    cross, alt, need = [], [], []
+    one, mixed_b = [], set()
     for s in range(schedule.num_stages):
         up = None if first[s] else s - 1
         down = None if last[s] else s + 1
         b_there = down is not None and 4 * down + 1 in present
         split = down is not None and not b_there and 4 * down + 2 in present
-        mixed = b_there and 4 * down + 2 in present
+        if b_there and 4 * down + 2 in present:
+            mixed_b.add(4 * down + 1)
         inputs = [None if up is None else (-4, up), None, None, None]
         if down is not None:
             inputs[1:3] = [(4 + split, down), (3 + split, down)]      # from B, from I
         for c, own in enumerate((None, -1, -2, -1)):
-            off, at = inputs[c] if inputs[c] else (None, None)
+            off, at = inputs[c] or (None, None)
             here = off is not None and place[at] == place[s]
-            cross.append(None if here else off)
-            alt.append(mixed and c in (1, 2))
-            need.append(tuple(x for x in (own, off if here else None) if x is not None))
-    return cross, alt, need
+            one.append((off, 0) if off is not None and not here else
+                       (off, -1) if off is not None else (own, -1) if own else (_FAR, 0))
+    return one, mixed_b
 
 
-def _waits_for(key: int, alt: bool, keyset: set) -> int | None:
-    """The key of the input a blocked op waits for (B, else I), or None: nobody makes it."""
-    if key in keyset:
+def _waits_for(key: int, pl: Plan) -> int | None:
+    """The key of the input a blocked op waits for (B, else I where the stage runs both),
+    or None: nobody makes it."""
+    if key in pl.keyset:
         return key
-    return key + 1 if alt and key + 1 in keyset else None
+    return key + 1 if (key & _MASK) in pl.mixed_b and key + 1 in pl.keyset else None
+
+
+def _found(key: int, pl: Plan, done: dict):
+    """What a missed look-up finds after all: the I where a B was looked for (its stage
+    runs both), else None."""
+    if (key & _MASK) in pl.mixed_b:
+        return done.get(key + 1)
+    return None
 
 
 def first_run(pl: Plan, dur: list[float], comm: float, P: int):
     """The reference's worklist: ``(start, end)`` with ``pl.order``, ``pl.dep`` and
     ``pl.two`` filled in, or None where the reference must answer. A rank runs until an
     input from another rank is missing, then waits for that action's key."""
-    keys, bounds, cross, alt, keyset = pl.keys, pl.bounds, pl.cross, pl.alt, pl.keyset
-    own = [None, -1, -2, -1] * (len(cross) // 4)
-    turns = {c for c, offs in enumerate(pl.need) if len(offs) > (c & 3 != 0)}   # input here
+    keys, look, bounds = pl.keys, pl.look, pl.bounds
     n = len(keys)
-    start, end, dep, two, stretches = [0.0] * n, [0.0] * n, [-1] * n, {}, []
-    done: dict[int, int] = {}                    # key -> the op that ran it
+    start, end, dep, two, stretches = [0.0] * n, [0.0] * (n + 2), [n] * n, {}, []
+    done = dict.fromkeys(pl.always, n)           # key -> the op that ran it
+    get = done.get
     pointer, free_at = bounds[:P], [0.0] * P
     waiting: dict[int, list[int]] = {}
     todo = list(range(P))
@@ -171,50 +200,51 @@ def first_run(pl: Plan, dur: list[float], comm: float, P: int):
         i0 = i = pointer[rank]
         stop, t = bounds[rank + 1], free_at[rank]
         while i < stop:
-            k = keys[i]
-            if type(k) is int:
-                c = k & _MASK
-                o = own[c]
-                if o is not None and k + o not in done:
-                    return None                  # the same rank runs it later, or nobody
-                if c in turns and not _here(k, c, pl, done):
-                    return None
-                x = cross[c]
-                if x is not None:
-                    d = done.get(k + x)
-                    if d is None and alt[c]:
-                        d = done.get(k + x + 1)
+            x = look[i]
+            if x >= 0:                           # an input from another rank
+                d = get(x)
+                if d is None:
+                    d = _found(x, pl, done)
                     if d is None:
-                        w = _waits_for(k + x, alt[c], keyset)
+                        w = _waits_for(x, pl)
                         if w is None:
-                            return None
+                            return None          # nobody makes it
                         waiting.setdefault(w, []).append(rank)
                         break
+                if d < n:
                     e = end[d] + comm
                     if e > t:
                         t = e
                     dep[i] = d
-                done[k] = i
-            else:
-                got = _pair(pl, k, i, done, end, comm, t, two)
-                if type(got) is not float:
-                    if got is None:
-                        return None
-                    waiting.setdefault(got[0], []).append(rank)
-                    break
-                t = got
-                done[k[0]] = done[k[1]] = i
-                dep[i] = -2
+            elif ~x not in done:
+                if x != _PAIR:
+                    if _found(~x, pl, done) is None:
+                        return None              # the same rank runs it later, or nobody
+                else:
+                    got = _pair(pl, i, done, end, comm, t, two)
+                    if type(got) is not float:
+                        if got is None:
+                            return None
+                        waiting.setdefault(got[0], []).append(rank)
+                        break
+                    t = got
+                    dep[i] = -1
+                    start[i] = t
+                    t += dur[i]
+                    end[i] = t
+                    for a in keys[i]:            # woken part by part, as the reference does
+                        done[a] = i
+                        if a in waiting:
+                            todo.extend(waiting.pop(a))
+                    i += 1
+                    continue
+            k = keys[i]
+            done[k] = i
             start[i] = t
             t += dur[i]
             end[i] = t
-            if type(k) is int:
-                if k in waiting:
-                    todo.extend(waiting.pop(k))
-            else:
-                for a in k:                      # woken part by part, as the reference does
-                    if a in waiting:
-                        todo.extend(waiting.pop(a))
+            if k in waiting:
+                todo.extend(waiting.pop(k))
             i += 1
         stretches.append(range(i0, i))
         pointer[rank], free_at[rank] = i, t
@@ -225,53 +255,47 @@ def first_run(pl: Plan, dur: list[float], comm: float, P: int):
     return start, end
 
 
-def _here(k: int, c: int, pl: Plan, done: dict, pair=()) -> bool:
-    """Whether what class ``c`` needs from this rank (``Plan.need``) has already run (or
-    is the other half of its overlapped ``pair``)."""
-    return all(k + o in done or k + o in pair or (pl.alt[c] and o > 0 and k + o + 1 in done)
-               for o in pl.need[c])
-
-
-def _pair(pl: Plan, pair, i, done, end, comm, t, two):
+def _pair(pl: Plan, i: int, done, end, comm, t, two):
     """An overlapped pair's ready time; ``(key,)`` of the input it waits for; None where
-    the reference must answer. Its inputs in the reference's order, the pair's own parts
-    left out; the cross-rank ones are kept in ``two[i]``."""
-    found = []
-    for k in pair:
-        c = k & _MASK
-        if not _here(k, c, pl, done, pair):
+    the reference must answer. Its looks in the reference's order (``Plan.look``); the
+    inputs from other ranks are kept in ``two[i]``."""
+    found, n = [], len(pl.keys)
+    for x in pl.pairs[i]:
+        if x >= 0:
+            d = done.get(x)
+            if d is None:
+                d = _found(x, pl, done)
+                if d is None:
+                    w = _waits_for(x, pl)
+                    return None if w is None else (w,)
+            if d < n:
+                e = end[d] + comm
+                if e > t:
+                    t = e
+                found.append(d)
+        elif ~x not in done and _found(~x, pl, done) is None:
             return None
-        x = pl.cross[c]
-        if x is None or k + x in pair:
-            continue
-        d = done.get(k + x)
-        if d is None and pl.alt[c]:
-            d = done.get(k + x + 1)
-        if d is None:
-            w = _waits_for(k + x, pl.alt[c], pl.keyset)
-            return None if w is None else (w,)
-        e = end[d] + comm
-        if e > t:
-            t = e
-        found.append(d)
     two[i] = tuple(found)
     return float(t)
 
 
 def rerun(pl: Plan, dur: list[float], comm: float):
     """Times along the recorded run order: one straight pass, every input already done."""
-    dep, two = pl.dep, pl.two
-    n = len(dep)
-    start, end = [0.0] * n, [0.0] * n
-    firsts = set(pl.bounds)
+    dep, two, n = pl.dep, pl.two, len(pl.dep)
+    start, end = [0.0] * n, [0.0] * (n + 2)
+    end[n] = float("-inf")                       # "no input": never the later one
+    prev = list(range(-1, n - 1))
+    for b in pl.bounds[:-1]:
+        if b < n:
+            prev[b] = n + 1                      # a rank's first op: free at 0.0
     for i in pl.order:
-        t = 0.0 if i in firsts else end[i - 1]
+        t = end[prev[i]]
         d = dep[i]
         if d >= 0:
             e = end[d] + comm
             if e > t:
                 t = e
-        elif d == -2:
+        else:
             for d in two[i]:
                 e = end[d] + comm
                 if e > t:

@@ -64,6 +64,7 @@ def test_every_generator_any_costs_same_events_and_figures(data):
     sched = data.draw(schedules())
     costs = data.draw(costs_for(sched))
     assert simulate_fast.plan(sched) is not None          # generated schedules take the fast path
+    assert simulate_fast.execute(sched, costs.duration_fn(sched), costs.comm, True) is not None
     fast = simulate(sched, costs, executor="fast")
     ref = simulate(sched, costs, executor="reference")
     assert [(e.rank, str(e.op), e.start, e.end) for e in fast.events] == \
