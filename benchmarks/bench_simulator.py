@@ -1,7 +1,8 @@
 """Median time to generate + simulate every schedule at a slider-sized and a cluster-sized
 configuration, and to also draw the slider-sized one (the live canvas's redraw path); then
 the fast executor against the reference one (``simulate(..., executor=...)``) at the sizes
-of issue 21, in the same run.
+of issue 21, in the same run, and the timeline canvas's render at the far corner of its
+sliders (fresh schedule, kept schedule, scene size).
 
 Goals: ≤ 50 ms median for the P=8 redraw path; time per action roughly constant between the
 two sizes (linear growth); make + simulate ≤ 50 ms at P=64, M=256 (issue 21). Prints medians

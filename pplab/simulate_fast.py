@@ -122,8 +122,12 @@ def _compile(schedule: Schedule) -> Plan | None:
     if op_keys is not keys:
         pair_looks = iter(look[len(singles):])
         for i in pairs_at:                       # a pair's own other half is no input
-            looks = (next(pair_looks), next(pair_looks))
-            pairs[i] = tuple(x for x in looks if (x if x >= 0 else ~x) not in op_keys[i])
+            x, y = next(pair_looks), next(pair_looks)
+            inside = op_keys[i]
+            if (x if x >= 0 else ~x) in inside:
+                pairs[i] = () if (y if y >= 0 else ~y) in inside else (y,)
+            else:
+                pairs[i] = (x,) if (y if y >= 0 else ~y) in inside else (x, y)
         look = _merge(ops, look, len(singles), _PAIR)
         cls = [k & _MASK if type(k) is int else (k[0] & _MASK, k[1] & _MASK) for k in op_keys]
     return Plan(ops, rank_of, op_keys, look, cls, bounds, keyset, always, pairs, mixed_b)
