@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from functools import partial
 from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, attrgetter, eq, ne, xor
+from operator import add, and_, attrgetter, eq, is_, ne, not_, xor
 from typing import Callable
 
 from .ir import KEY_STRIDE, KIND_CODE, KINDS, Action, Op, Overlap, Schedule, gc_paused
@@ -33,6 +33,7 @@ from .timeline import Event
 
 _new_event = partial(tuple.__new__, Event)
 _KEY, _FIELDS = attrgetter("_key"), attrgetter("stage", "kind", "microbatch")
+_HALVES = attrgetter("forward", "backward")
 _MASK = KEY_STRIDE - 1                       # key & _MASK = the class, stage·4 + kind
 _FAR = 1 << 62                               # key + _FAR: "needs nothing", always done
 _PAIR = ~(_FAR - 1)                         # the look-up of an overlapped pair (never done)
@@ -90,12 +91,15 @@ def _compile(schedule: Schedule) -> Plan | None:
     if not types <= {Action, Overlap}:
         return None
     if Overlap in types:
-        pairs_at = [i for i, op in enumerate(ops) if type(op) is Overlap]
-        singles = [op for op in ops if type(op) is not Overlap]
-        parts = singles + [a for i in pairs_at for a in ops[i].parts]
+        is_pair = list(map(is_, map(type, ops), repeat(Overlap)))
+        lone = list(map(not_, is_pair))
+        pairs_at = list(compress(range(len(ops)), is_pair))
+        singles = list(compress(ops, lone))
+        parts = singles + list(chain.from_iterable(map(_HALVES, compress(ops, is_pair))))
         keys = _key_list(parts)
-        part_rank = [r for r, op in zip(rank_of, ops) if type(op) is not Overlap] + \
-            [rank_of[i] for i in pairs_at for _ in (0, 1)]
+        pair_rank = list(compress(rank_of, is_pair))
+        part_rank = list(compress(rank_of, lone)) + list(chain.from_iterable(
+            zip(pair_rank, pair_rank)))
         op_keys = _merge(ops, keys, len(singles))
     else:
         keys = op_keys = _key_list(ops)

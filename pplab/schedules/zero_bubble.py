@@ -7,10 +7,9 @@ Pipeline Parallelism" (ICLR), §3 (ZB-H1/H2) and §6 (ZB-V).
 from __future__ import annotations
 
 from collections import deque
-from itertools import repeat
 
 from ..ir import Op, Schedule
-from ._common import F, I, W, actions, build, check_basics, no_virtual, v_placement
+from ._common import F, I, W, build, check_basics, no_virtual, v_placement
 
 
 def zb_h1(P: int, M: int, V: int = 1) -> Schedule:
@@ -46,23 +45,7 @@ def zb_h1(P: int, M: int, V: int = 1) -> Schedule:
     return build("zb-h1", P, M, range(P), ranks)
 
 
-#: the six (kind, chunk) steps of a ZB-V rank: chunk 0 on the way down, 1 on the way up
-F0, I0, W0, F1, I1, W1 = range(6)
-_STEP_KIND = "FIWFIW"
-
-
-def _zbv_steps(P: int, n: int, r: int) -> list[int]:
-    """Rank r's order as steps (``F0`` .. ``W1``) for n microbatches; the k-th step of one
-    kind and chunk is microbatch k."""
-    down_f, up_f = 2 * (P - r) - 1 + r, P                  # forwards after the warm-up
-    steady = max(n, down_f) - up_f                           # until the way up catches up
-    with_f0 = min(steady, max(n - down_f, 0))               # steady steps still feeding F0
-    return ([F0] * (2 * (P - r) - 1) + [F1, F0] * r              # fill the way down
-            + [F1, I1, W1] * (P - r)                            # first backwards, W at once
-            + [F0, I0, W0, F1, I1, W1] * with_f0                 # steady state
-            + [I0, W0, F1, I1, W1] * (steady - with_f0)
-            + [I0, I1] * r + [I0, W0] * (P - r)                  # cool-down: inputs first
-            + [W1] * r + [W0] * r)                               # the W's held back
+_MAKE = {"F": F, "I": I, "W": W}
 
 
 def zbv(P: int, M: int, V: int = 2) -> Schedule:
@@ -82,12 +65,36 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
     n = max(M, 2 * P - 1)
     ranks = []
     for r in range(P):
-        steps = _zbv_steps(P, n, r)
-        made: list[Op] = []                        # step by step, microbatches 0, 1, ...
-        for step, stage in enumerate((r,) * 3 + (2 * P - 1 - r,) * 3):
-            made += actions(_STEP_KIND[step], zip(repeat(stage), range(steps.count(step))))
-        grouped = sorted(range(len(steps)), key=steps.__getitem__)    # positions by step
-        ops = list(map(made.__getitem__, sorted(range(len(steps)), key=grouped.__getitem__)))
+        down, up = r, 2 * P - 1 - r        # chunk on the way down, chunk on the way up
+        count = {"F": [0, 0], "I": [0, 0], "W": [0, 0]}     # next microbatch per kind, chunk
+        ops: list[Op] = []
+
+        def emit(kind: str, chunk: int, stages=(down, up)) -> None:
+            c = count[kind]
+            ops.append(_MAKE[kind](stages[chunk], c[chunk]))
+            c[chunk] += 1
+
+        for _ in range(2 * (P - r) - 1):            # fill the way down
+            emit("F", 0)
+        for _ in range(r):                           # the way up starts arriving
+            emit("F", 1)
+            emit("F", 0)
+        for _ in range(P - r):                       # first backwards, W at once
+            emit("F", 1); emit("I", 1); emit("W", 1)
+        f = count["F"]
+        while f[0] < n or f[1] < f[0]:                 # steady state
+            if f[0] < n:
+                emit("F", 0)
+            emit("I", 0); emit("W", 0)
+            emit("F", 1); emit("I", 1); emit("W", 1)
+        for _ in range(r):                           # cool-down: input grads first
+            emit("I", 0); emit("I", 1)
+        for _ in range(P - r):
+            emit("I", 0); emit("W", 0)
+        while count["W"][1] < count["I"][1]:
+            emit("W", 1)
+        while count["W"][0] < count["I"][0]:
+            emit("W", 0)
         ranks.append(ops if n == M else [op for op in ops if op.microbatch < M])
     return build("zbv", P, M, v_placement(P), ranks, V=2)
 
