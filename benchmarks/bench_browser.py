@@ -8,8 +8,10 @@ move simulates on demand; and with nothing kept once shown but the canvas's pref
 (while the page waits, the kernel renders the settings one step either side). The last line,
 the goal's figure, is the third: every move is a first visit, as in a student's stepping.
 
-usage: python benchmarks/bench_browser.py [--lite [SITE_DIR]] [--moves N] [--at S,P,M,V]
-JupyterLab by default; ``--lite`` measures in the JupyterLite site (built if missing).
+usage: python benchmarks/bench_browser.py [--lite [SITE_DIR]] [--moves N] [--at S,P,M,V | --far]
+JupyterLab by default; ``--lite`` measures in the JupyterLite site (built if missing);
+``--far`` puts the timeline canvas at the far corner of its sliders (interleaved, P=64,
+M=256, V=2: 65 536 ops).
 The last line is exactly ``browser redraw p50 X ms p95 Y ms`` (the timeline canvas).
 """
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 import browser_util as B  # noqa: E402
 
 
@@ -52,7 +54,12 @@ def main() -> None:
     ap.add_argument("--moves", type=int, default=40)
     ap.add_argument("--at", type=setting, default=B.BENCH_AT,
                     help="the timeline canvas's schedule,P,M,V (default interleaved,8,32,2)")
+    ap.add_argument("--far", action="store_true",
+                    help="the far corner of the sliders: interleaved,64,256,2")
     a = ap.parse_args()
+    if a.far:
+        from pplab.canvases.base import M_RANGE, P_RANGE
+        a.at = ("interleaved", P_RANGE[1], M_RANGE[1], 2)
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=B.CHROMIUM, args=B.ARGS)

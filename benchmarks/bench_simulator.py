@@ -1,7 +1,8 @@
 """Median time to generate + simulate every schedule at a slider-sized and a cluster-sized
 configuration, and to also draw the slider-sized one (the live canvas's redraw path); then
 the fast executor against the reference one (``simulate(..., executor=...)``) at the sizes
-of issue 21, in the same run.
+of issue 21, in the same run, and the timeline canvas's render at the far corner of its
+sliders (fresh schedule, kept schedule, scene size).
 
 Goals: ≤ 50 ms median for the P=8 redraw path; time per action roughly constant between the
 two sizes (linear growth); make + simulate ≤ 50 ms at P=64, M=256 (issue 21). Prints medians
@@ -87,9 +88,30 @@ def streams_vs_simulate(repeats: int = 5) -> None:
               f"{streams:11.1f} {streams / today:6.1f}")
 
 
+def far_corner_redraw(repeats: int = 5) -> None:
+    """The timeline canvas's render at the far corner of its sliders (what the kernel does
+    per slider move before the browser draws): a fresh schedule, then one the canvas kept
+    (a cost slider, or a slider moved back), and the size of the scene it sends."""
+    import json
+
+    from pplab.canvases import base
+    from pplab.canvases.timeline import render
+
+    def fresh():
+        base._schedule.cache_clear()
+        return render("interleaved", 64, 256, 2, draw="scene")
+    sc, _ = fresh()
+    kb = len(json.dumps(sc, separators=(",", ":"))) / 1e3
+    first = median_ms(fresh, repeats)
+    kept = median_ms(lambda: render("interleaved", 64, 256, 2, tf=1.5, draw="scene"), repeats)
+    print(f"\ntimeline canvas render, interleaved P=64 M=256 V=2: fresh schedule {first:.0f} ms, "
+          f"kept schedule {kept:.0f} ms, scene {kb:.0f} kB (medians of {repeats})")
+
+
 def main() -> None:
     executors_at_scale()
     streams_vs_simulate()
+    far_corner_redraw()
     print(f"{'schedule':12s} {'P=8,M=32 ms':>12s} {'actions':>8s} {'P=32,M=256 ms':>14s} "
           f"{'actions':>8s} {'us/action small':>16s} {'us/action large':>16s} {'ratio':>6s}")
     for name in NAMES:

@@ -21,6 +21,11 @@ from functools import cached_property
 from typing import Iterator, Sequence, Union
 
 KINDS = ("F", "B", "I", "W")
+KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+#: an action's integer key is ``microbatch·KEY_STRIDE + stage·4 + KIND_CODE[kind]``: the
+#: fast simulator numbers actions by it, and the generators' constructors cache it on each
+#: action they make as ``_key`` (not a field: equality, hashing and printing ignore it)
+KEY_STRIDE = 1 << 20
 KIND_NAMES = {"F": "forward", "B": "backward", "I": "backward (inputs)",
               "W": "backward (weights)", "FB": "overlapped forward+backward"}
 

@@ -1,44 +1,65 @@
-"""The simulator's fast executor: the reference's algorithm on a plan compiled once per schedule.
+"""The simulator's fast executor: the reference's events, same order, same float operations.
 
-``pplab.simulate.execute_reference`` stays the oracle; this module replays exactly its steps
-(the same worklist of ranks, the same wake-up order, the same float operations), so it
-returns the same events in the same order. What makes it faster:
+``pplab.simulate.execute_reference`` stays the oracle; this module replays its worklist (the
+same ranks woken in the same order) and so returns exactly its events. It is faster because
+of three facts:
 
-* the dependency graph is compiled with integer keys (no tuples hashed per action) and kept
-  on the schedule object, so simulating one schedule under many costs (cost sliders, the
-  search, the planner) compiles it once;
-* durations are looked up per (kind, stage) class, not computed per op;
-* events are built in one pass at the end, as tuples (``Event`` is a NamedTuple).
+* **Only cross-rank inputs matter.** A dependency run earlier on the same rank ended before
+  the rank became free, so it never moves a start time (durations are ≥ 0) and never
+  blocks; the run only checks that it has already run. What is left is one input per
+  action from another rank (two for an overlapped pair), found by the action's integer
+  key (``ir.KEY_STRIDE``), which the generators' constructors cache on each action.
+* **The run order does not depend on the costs.** The reference blocks on "not run yet",
+  never on a time, so its order is fixed by the schedule. The first simulation records it
+  with each op's input; later ones (a cost slider, the search, the planner) walk it in
+  one straight loop.
+* **Bulk work at C speed.** Keys, checks, durations (one per (kind, stage) class) and the
+  events (tuples) are made with ``map`` over whole lists.
 
-Anything unusual (an action run twice, a missing producer, a deadlock, both B and I for one
-stage and microbatch) makes :func:`plan` return ``None``: the caller then runs the
-reference, which raises its own, well-worded error.
+Anything unusual (an action run twice, off its stage's rank, out of range, both B and I for
+one stage and microbatch, an input nobody or the same rank only later makes, a negative
+duration) makes the fast path step aside: the caller then runs the reference, which raises
+its own, well-worded error.
 """
 from __future__ import annotations
 
 from functools import partial
+from itertools import accumulate, chain, compress, repeat
+from operator import add, and_, attrgetter, eq, is_, ne, not_, xor
 from typing import Callable
 
-from .ir import Action, Op, Schedule, gc_paused
+from .ir import KEY_STRIDE, KIND_CODE, KINDS, Action, Op, Overlap, Schedule, gc_paused
 from .timeline import Event
 
-KIND_CODE = {"F": 0, "B": 1, "I": 2, "W": 3}
 _new_event = partial(tuple.__new__, Event)
+_KEY, _FIELDS = attrgetter("_key"), attrgetter("stage", "kind", "microbatch")
+_HALVES = attrgetter("forward", "backward")
+_MASK = KEY_STRIDE - 1                       # key & _MASK = the class, stage·4 + kind
+_FAR = 1 << 62                               # key + _FAR: "needs nothing", always done
+_PAIR = ~(_FAR - 1)                         # the look-up of an overlapped pair (never done)
 
 
 class Plan:
-    """One schedule's dependency graph as flat lists indexed by op (rank-major order).
+    """One schedule's ops in rank-major order, their keys and what the run found.
 
-    ``deps[i]``: part ids op ``i`` waits on, ``~id`` when produced on another rank (a hop
-    costs ``comm``); ``parts[i]``: the part ids op ``i`` finishes; ``cls[i]``: its duration
-    class, ``reps[c]`` an op of class ``c``; ``bounds[r]``: rank r's ops are
-    ``bounds[r] .. bounds[r + 1] - 1``.
+    ``keys[i]``: op i's action key, or its pair's two keys; ``look[i]``: the one key a lone
+    op looks up, its input from another rank, or ``~key`` of what must already have run
+    on this rank (``_PAIR`` for a pair); ``cls[i]``: the duration class (``(c1, c2)`` for
+    a pair); ``bounds[r]``: rank r's ops are ``bounds[r] .. bounds[r + 1] - 1``; ``always``:
+    the keys done from the start (the "needs nothing" ones); ``pairs[i]``: a pair's looks,
+    its own two parts left out; ``mixed_b``: the B classes whose stage also runs I's, for
+    the look-ups that miss. After the first run: ``order`` (the reference's), ``dep[i]``
+    (op i's cross-rank input; ``n`` for none, -1 for a pair, whose are ``two[i]``) and
+    ``by_order`` (ranks and ops in that order).
     """
-    __slots__ = ("ops", "rank", "deps", "parts", "cls", "reps", "bounds", "num_parts")
+    __slots__ = ("ops", "rank", "keys", "look", "cls", "bounds", "keyset", "always", "pairs",
+                 "mixed_b", "order", "dep", "two", "by_order")
 
-    def __init__(self, ops, rank, deps, parts, cls, reps, bounds, num_parts):
-        self.ops, self.rank, self.deps, self.parts = ops, rank, deps, parts
-        self.cls, self.reps, self.bounds, self.num_parts = cls, reps, bounds, num_parts
+    def __init__(self, ops, rank, keys, look, cls, bounds, keyset, always, pairs, mixed_b):
+        self.ops, self.rank, self.keys, self.look, self.cls = ops, rank, keys, look, cls
+        self.bounds, self.keyset, self.always, self.pairs = bounds, keyset, always, pairs
+        self.mixed_b = mixed_b
+        self.order = self.dep = self.two = self.by_order = None
 
 
 def plan(schedule: Schedule) -> Plan | None:
@@ -51,131 +72,252 @@ def plan(schedule: Schedule) -> Plan | None:
     return cached
 
 
-def _number(schedule: Schedule):
-    """Pass 1: a part id per action key ``(microbatch·S + stage)·4 + kind``, a duration
-    class per op (its key mod 4S; an overlapped pair's two), in rank-major order. None for a
-    schedule the fast path does not take (see the module doc)."""
-    S, M = schedule.num_stages, schedule.M
-    S4 = 4 * S
-    slot = [-1] * ((M + 2) * S4)                # key -> part id; -1: nobody runs it
-    parts, cls, keys, part_rank = [], [], [], []
-    n = 0
-    for r, row in enumerate(schedule.ranks):
-        for op in row:
-            mine = []
-            for a in (op,) if type(op) is Action else op.parts:
-                s, m, kc = a.stage, a.microbatch, KIND_CODE[a.kind]
-                if not (0 <= s < S and 0 <= m < M):
-                    return None
-                k = m * S4 + s * 4 + kc
-                if slot[k] >= 0 or (kc == 1 and slot[k + 1] >= 0) or \
-                        (kc == 2 and slot[k - 1] >= 0):
-                    return None                  # run twice, or both B and I: reference
-                slot[k] = n
-                mine.append(n)
-                keys.append(k)
-                n += 1
-            part_rank += [r] * len(mine)
-            parts.append(tuple(mine))
-            cls.append(k % S4 if len(mine) == 1 else (keys[-2] % S4, k % S4))
-    return slot, parts, cls, keys, part_rank
-
-
-def _offsets(schedule: Schedule) -> list[tuple[int, ...]]:
-    """Per ``stage·4 + kind``: the key offsets of what a part waits on, as in
-    ``simulate.dependency_keys``: its own stage's earlier part, then its input. A positive
-    offset is the next stage's B (its I is one further, tried when no B runs)."""
-    first, last = schedule._stage_ends
-    out = []
-    for s in range(schedule.num_stages):
-        out.append(() if first[s] else (-4,))                       # F: previous stage's F
-        for kc in (1, 2):                                            # B, I: own F, next stage
-            out.append((-kc,) if last[s] else (-kc, 5 - kc))
-        out.append((-1,))                                            # W: own I
-    return out
+def _key_list(actions) -> list[int]:
+    """Each action's key, cached by the generators, worked out from the fields otherwise."""
+    try:
+        return list(map(_KEY, actions))
+    except AttributeError:
+        return [m * KEY_STRIDE + s * 4 + KIND_CODE[k] for s, k, m in map(_FIELDS, actions)]
 
 
 def _compile(schedule: Schedule) -> Plan | None:
-    """Pass 2: each part's dependencies, ``~id`` for those made on another rank."""
-    numbered = _number(schedule)
-    if numbered is None:
+    """Keys and checks, in bulk; None where the fast path steps aside."""
+    S, M = schedule.num_stages, schedule.M
+    ops = list(chain.from_iterable(schedule.ranks))
+    sizes = list(map(len, schedule.ranks))
+    bounds = [0, *accumulate(sizes)]
+    rank_of = list(chain.from_iterable(map(repeat, range(schedule.P), sizes)))
+    types = set(map(type, ops))
+    if not types <= {Action, Overlap}:
         return None
-    slot, parts, cls, keys, part_rank = numbered
-    ops = [op for row in schedule.ranks for op in row]
-    rank_of = [r for r, row in enumerate(schedule.ranks) for _ in row]
-    bounds = [0]
-    for row in schedule.ranks:
-        bounds.append(bounds[-1] + len(row))
-    offsets, S4 = _offsets(schedule), 4 * schedule.num_stages
-    deps = []
-    p = 0
-    for i, mine in enumerate(parts):
-        out, r = [], rank_of[i]
-        for _ in mine:
-            k = keys[p]
-            p += 1
-            for w in offsets[k % S4]:
-                d = slot[k + w]
-                if d < 0 and w > 0:
-                    d = slot[k + w + 1]               # the next stage split its backward
-                    if d < 0:
-                        return None
-                elif d < 0:
-                    return None                       # nobody runs it: the reference says so
-                if d not in mine:
-                    out.append(d if part_rank[d] == r else ~d)
-        deps.append(tuple(out))
-    first = dict(zip(reversed(cls), range(len(cls) - 1, -1, -1)))    # class -> its first op
-    order = {c: j for j, c in enumerate(first)}
-    return Plan(ops, rank_of, deps, parts, list(map(order.__getitem__, cls)),
-                [ops[i] for i in first.values()], bounds, len(part_rank))
+    if Overlap in types:
+        is_pair = list(map(is_, map(type, ops), repeat(Overlap)))
+        lone = list(map(not_, is_pair))
+        pairs_at = list(compress(range(len(ops)), is_pair))
+        singles = list(compress(ops, lone))
+        parts = singles + list(chain.from_iterable(map(_HALVES, compress(ops, is_pair))))
+        keys = _key_list(parts)
+        pair_rank = list(compress(rank_of, is_pair))
+        part_rank = list(compress(rank_of, lone)) + list(chain.from_iterable(
+            zip(pair_rank, pair_rank)))
+        op_keys = _merge(ops, keys, len(singles))
+    else:
+        keys = op_keys = _key_list(ops)
+        part_rank = rank_of
+    cls = list(map(and_, keys, repeat(_MASK)))
+    present = set(cls)
+    if keys and (min(keys) < 0 or max(keys) >= M * KEY_STRIDE or max(present) >= 4 * S):
+        return None                                  # a stage or microbatch out of range
+    keyset = set(keys)
+    if len(keyset) < len(keys):
+        return None                                  # an action run twice
+    if {1, 2} <= {c & 3 for c in present} and not keyset.isdisjoint(
+            [k + 1 for k, b in zip(keys, map(eq, map(and_, keys, repeat(3)), repeat(1))) if b]):
+        return None                                  # both B and I for one action
+    place = [schedule.stage_to_rank[c >> 2] for c in range(4 * S)]
+    if any(map(ne, map(place.__getitem__, cls), part_rank)):
+        return None                                  # an action off its stage's rank
+    one, mixed_b = _tables(schedule, present)
+    offset, flag = [o for o, _ in one], [f for _, f in one]
+    look = list(map(xor, map(add, keys, map(offset.__getitem__, cls)), map(flag.__getitem__, cls)))
+    nothing = [o == _FAR for o in offset]
+    always = list(map(add, compress(keys, map(nothing.__getitem__, cls)), repeat(_FAR)))
+    pairs = {}
+    if op_keys is not keys:
+        pair_looks = iter(look[len(singles):])
+        for i in pairs_at:                       # a pair's own other half is no input
+            x, y = next(pair_looks), next(pair_looks)
+            inside = op_keys[i]
+            if (x if x >= 0 else ~x) in inside:
+                pairs[i] = () if (y if y >= 0 else ~y) in inside else (y,)
+            else:
+                pairs[i] = (x,) if (y if y >= 0 else ~y) in inside else (x, y)
+        look = _merge(ops, look, len(singles), _PAIR)
+        cls = [k & _MASK if type(k) is int else (k[0] & _MASK, k[1] & _MASK) for k in op_keys]
+    return Plan(ops, rank_of, op_keys, look, cls, bounds, keyset, always, pairs, mixed_b)
 
 
-def run(pl: Plan, dur: list[float], comm: float, P: int) -> list[Event] | None:
-    """The reference's worklist on the plan; ``dur[i]`` is op i's duration. None if stuck."""
-    deps, parts, bounds = pl.deps, pl.parts, pl.bounds
-    end_of: list = [None] * pl.num_parts
-    start, finish, order = [0.0] * len(pl.ops), [0.0] * len(pl.ops), []
+def _merge(ops, keys, n_singles, pair=None) -> list:
+    """Per op its key, or its overlapped pair's two keys (``pair`` in their place when
+    given), from singles-then-pairs order."""
+    singles, pairs = iter(keys[:n_singles]), iter(keys[n_singles:])
+    if pair is not None:
+        return [pair if type(op) is Overlap else next(singles) for op in ops]
+    return [(next(pairs), next(pairs)) if type(op) is Overlap else next(singles) for op in ops]
+
+
+def _tables(schedule: Schedule, present: set[int]):
+    """Per class ``stage·4 + kind``: ``(offset, flag)`` of the one key a lone op looks up
+    (``look = (key + offset) ^ flag``): its input made on another rank (flag 0), else what
+    must already have run on this rank (flag -1): an input made here (the V's turn), else
+    its own stage's earlier part (a W's I, a last stage's F: an input implies it, since
+    its maker needed it), else nothing (``_FAR``, always done). A backward's input is the
+    next stage's B, or its I where only I's run there; ``mixed_b`` has the B classes of
+    stages that run both (a look-up that misses a B there tries the I)."""
+    first, last = schedule._stage_ends
+    place = schedule.stage_to_rank
+    one, mixed_b = [], set()
+    for s in range(schedule.num_stages):
+        up = None if first[s] else s - 1
+        down = None if last[s] else s + 1
+        b_there = down is not None and 4 * down + 1 in present
+        split = down is not None and not b_there and 4 * down + 2 in present
+        if b_there and 4 * down + 2 in present:
+            mixed_b.add(4 * down + 1)
+        inputs = [None if up is None else (-4, up), None, None, None]
+        if down is not None:
+            inputs[1:3] = [(4 + split, down), (3 + split, down)]      # from B, from I
+        for c, own in enumerate((None, -1, -2, -1)):
+            off, at = inputs[c] or (None, None)
+            here = off is not None and place[at] == place[s]
+            one.append((off, 0) if off is not None and not here else
+                       (off, -1) if off is not None else (own, -1) if own else (_FAR, 0))
+    return one, mixed_b
+
+
+def _waits_for(key: int, pl: Plan) -> int | None:
+    """The key of the input a blocked op waits for (B, else I where the stage runs both),
+    or None: nobody makes it."""
+    if key in pl.keyset:
+        return key
+    return key + 1 if (key & _MASK) in pl.mixed_b and key + 1 in pl.keyset else None
+
+
+def _found(key: int, pl: Plan, done: dict):
+    """What a missed look-up finds after all: the I where a B was looked for (its stage
+    runs both), else None."""
+    if (key & _MASK) in pl.mixed_b:
+        return done.get(key + 1)
+    return None
+
+
+def first_run(pl: Plan, dur: list[float], comm: float, P: int):
+    """The reference's worklist: ``(start, end)`` with ``pl.order``, ``pl.dep`` and
+    ``pl.two`` filled in, or None where the reference must answer. A rank runs until an
+    input from another rank is missing, then waits for that action's key."""
+    keys, look, bounds = pl.keys, pl.look, pl.bounds
+    n = len(keys)
+    start, end, dep, two, stretches = [0.0] * n, [0.0] * (n + 2), [n] * n, {}, []
+    done = dict.fromkeys(pl.always, n)           # key -> the op that ran it
+    get = done.get
     pointer, free_at = bounds[:P], [0.0] * P
     waiting: dict[int, list[int]] = {}
     todo = list(range(P))
     while todo:
         rank = todo.pop()
-        i, stop, t = pointer[rank], bounds[rank + 1], free_at[rank]
+        i0 = i = pointer[rank]
+        stop, t = bounds[rank + 1], free_at[rank]
         while i < stop:
-            ready = t
-            for d in deps[i]:
-                if d >= 0:
-                    e = end_of[d]
-                    if e is None:
+            x = look[i]
+            if x >= 0:                           # an input from another rank
+                d = get(x)
+                if d is None:
+                    d = _found(x, pl, done)
+                    if d is None:
+                        w = _waits_for(x, pl)
+                        if w is None:
+                            return None          # nobody makes it
+                        waiting.setdefault(w, []).append(rank)
                         break
+                if d < n:
+                    e = end[d] + comm
+                    if e > t:
+                        t = e
+                    dep[i] = d
+            elif ~x not in done:
+                if x != _PAIR:
+                    if _found(~x, pl, done) is None:
+                        return None              # the same rank runs it later, or nobody
                 else:
-                    e = end_of[~d]
-                    if e is None:
-                        d = ~d
+                    got = _pair(pl, i, done, end, comm, t, two)
+                    if type(got) is not float:
+                        if got is None:
+                            return None
+                        waiting.setdefault(got[0], []).append(rank)
                         break
-                    e += comm
-                if e > ready:
-                    ready = e
-            else:
-                t = ready + dur[i]
-                start[i], finish[i] = ready, t
-                order.append(i)
-                for a in parts[i]:
-                    end_of[a] = t
-                    if a in waiting:
-                        todo.extend(waiting.pop(a))
-                i += 1
-                continue
-            waiting.setdefault(d, []).append(rank)
-            break
+                    t = got
+                    dep[i] = -1
+                    start[i] = t
+                    t += dur[i]
+                    end[i] = t
+                    for a in keys[i]:            # woken part by part, as the reference does
+                        done[a] = i
+                        if a in waiting:
+                            todo.extend(waiting.pop(a))
+                    i += 1
+                    continue
+            k = keys[i]
+            done[k] = i
+            start[i] = t
+            t += dur[i]
+            end[i] = t
+            if k in waiting:
+                todo.extend(waiting.pop(k))
+            i += 1
+        stretches.append(range(i0, i))
         pointer[rank], free_at[rank] = i, t
-    if len(order) < len(pl.ops):
+    order = list(chain.from_iterable(stretches))
+    if len(order) < n:
         return None
-    ops, rank = pl.ops, pl.rank
-    return list(map(_new_event, zip(map(rank.__getitem__, order), map(ops.__getitem__, order),
-                                    map(start.__getitem__, order),
-                                    map(finish.__getitem__, order))))
+    pl.order, pl.dep, pl.two = order, dep, two
+    return start, end
+
+
+def _pair(pl: Plan, i: int, done, end, comm, t, two):
+    """An overlapped pair's ready time; ``(key,)`` of the input it waits for; None where
+    the reference must answer. Its looks in the reference's order (``Plan.look``); the
+    inputs from other ranks are kept in ``two[i]``."""
+    found, n = [], len(pl.keys)
+    for x in pl.pairs[i]:
+        if x >= 0:
+            d = done.get(x)
+            if d is None:
+                d = _found(x, pl, done)
+                if d is None:
+                    w = _waits_for(x, pl)
+                    return None if w is None else (w,)
+            if d < n:
+                e = end[d] + comm
+                if e > t:
+                    t = e
+                found.append(d)
+        elif ~x not in done and _found(~x, pl, done) is None:
+            return None
+    two[i] = tuple(found)
+    return float(t)
+
+
+def rerun(pl: Plan, dur: list[float], comm: float):
+    """Times along the recorded run order: one straight pass, every input already done."""
+    dep, two, n = pl.dep, pl.two, len(pl.dep)
+    start, end = [0.0] * n, [0.0] * (n + 2)
+    end[n] = float("-inf")                       # "no input": never the later one
+    prev = list(range(-1, n - 1))
+    for b in pl.bounds[:-1]:
+        if b < n:
+            prev[b] = n + 1                      # a rank's first op: free at 0.0
+    for i in pl.order:
+        t = end[prev[i]]
+        d = dep[i]
+        if d >= 0:
+            e = end[d] + comm
+            if e > t:
+                t = e
+        else:
+            for d in two[i]:
+                e = end[d] + comm
+                if e > t:
+                    t = e
+        start[i] = t
+        end[i] = t + dur[i]
+    return start, end
+
+
+def _representative(c) -> Op:
+    """An op of duration class ``c`` (``Costs.duration_fn`` reads only kinds and stages)."""
+    if type(c) is tuple:
+        return Overlap(*map(_representative, c))
+    return Action(c >> 2, KINDS[c & 3], 0)
 
 
 def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
@@ -190,8 +332,20 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0
         if pl is None:
             return None
         if by_class:
-            table = [duration(op) for op in pl.reps]
+            table = {c: duration(_representative(c)) for c in set(pl.cls)}
             dur = list(map(table.__getitem__, pl.cls))
         else:
             dur = list(map(duration, pl.ops))
-        return run(pl, dur, comm, schedule.P)
+        if not all(x >= 0 for x in (table.values() if by_class else dur)):
+            return None                          # NaN too: the reference decides
+        if pl.order is None:
+            times = first_run(pl, dur, comm, schedule.P)
+            if times is None:
+                return None
+            pl.by_order = (list(map(pl.rank.__getitem__, pl.order)),
+                           list(map(pl.ops.__getitem__, pl.order)))
+        else:
+            times = rerun(pl, dur, comm)
+        order, (ranks, ops), (start, end) = pl.order, pl.by_order, times
+        return list(map(_new_event, zip(ranks, ops, map(start.__getitem__, order),
+                                        map(end.__getitem__, order))))

@@ -9,7 +9,9 @@ and the widget needs no matplotlib (it runs in JupyterLite too).
 """
 from __future__ import annotations
 
-from operator import itemgetter
+from bisect import bisect_right
+from itertools import repeat
+from operator import attrgetter, itemgetter
 
 from ..ir import KIND_NAMES
 from ..text import metrics_line
@@ -30,6 +32,7 @@ GB = 1e9
 LANE_COLORS = {"act": "#56B4E9", "grad": "#E69F00", "a2a": "#555555"}
 LANE_NAMES = {"act": "activation message", "grad": "gradient message",
               "a2a": "expert all-to-all"}
+_START, _END = attrgetter("start"), attrgetter("end")
 
 
 def _r(x: float) -> float:
@@ -77,20 +80,57 @@ def timeline_boxes(tl) -> list[list]:
     return out
 
 
+#: the widest a timeline's plot area is drawn (scene.js: canvas ≤ 1100 px less 260 of margins)
+PLOT_PX = 840
+#: a rank with more ops than this is drawn as a strip: its boxes would average under
+#: 3 px, too narrow for a label, and a box each would make a far-corner scene megabytes
+STRIP_AFTER = PLOT_PX // 3
+#: a strip's character per kind; "." is idle
+STRIP_CHARS = {"F": "F", "B": "B", "I": "I", "W": "W", "FB": "X"}
+
+
+def rank_strips(by_rank, t0: float, span: float, bins: int = PLOT_PX) -> list[str]:
+    """Per rank, one character per pixel column of ``span``: the kind running at the
+    column's centre (``STRIP_CHARS``) or "." when idle. The browser draws each run of one
+    character as one rectangle, so the scene is a few kilobytes at any P and M."""
+    width = span / bins if span > 0 else 1.0
+    centres = [t0 + (b + 0.5) * width for b in range(bins)]
+    out = []
+    for evs in by_rank:                  # the last op starting at or before each centre
+        at = map(bisect_right, repeat(list(map(_START, evs)), bins), centres)
+        out.append("".join([STRIP_CHARS[evs[j - 1].op.kind] if j and c < evs[j - 1].end
+                            else "." for j, c in zip(at, centres)]))
+    return out
+
+
 def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
                    subtitle: str | None = None) -> dict:
     """One row per rank (rank 0 on top); ``xmax`` shares a time axis between panels;
-    ``subtitle`` defaults to the metrics line (pass it when already computed)."""
-    boxes = timeline_boxes(tl)
-    span = max((b[2] for b in boxes), default=0.0)
-    kinds = {b[4] for b in boxes}
+    ``subtitle`` defaults to the metrics line (pass it when already computed). A box per
+    op, or, once some rank runs more than ``STRIP_AFTER`` ops, a strip per rank
+    (:func:`rank_strips`; ``boxes`` is then empty)."""
+    by_rank = tl.events_by_rank()
+    if max(map(len, by_rank), default=0) > STRIP_AFTER:
+        t0 = min(evs[0].start for evs in by_rank if evs)      # tl.start, without a pass
+        end = max(max(map(_END, evs)) for evs in by_rank if evs)
+        span, boxes = end - t0, []
+        strips = rank_strips(by_rank, t0, span)
+        kinds = {k for k, ch in STRIP_CHARS.items() if any(ch in row for row in strips)}
+    else:
+        boxes = timeline_boxes(tl)
+        span = max((b[2] for b in boxes), default=0.0)
+        kinds, strips = {b[4] for b in boxes}, None
     legend = [[KIND_NAMES[k], KIND_COLORS[k]] for k in KIND_COLORS if k in kinds]
-    return {"type": "timeline", "ranks": tl.num_ranks, "span": _r(span),
-            "xmax": _r(xmax if xmax else span), "boxes": boxes, "legend": legend,
-            "colors": {k: KIND_COLORS[k] for k in KIND_COLORS if k in kinds},
-            "title": title or title_line(tl), "subtitle": subtitle or metrics_line(tl),
-            "xlabel": "time" + (" (cost units)" if tl.source == "simulated" else ""),
-            **transfer_lanes(tl)}
+    panel = {"type": "timeline", "ranks": tl.num_ranks, "span": _r(span),
+             "xmax": _r(xmax if xmax else span), "boxes": boxes, "legend": legend,
+             "colors": {k: KIND_COLORS[k] for k in KIND_COLORS if k in kinds},
+             "title": title or title_line(tl), "subtitle": subtitle or metrics_line(tl),
+             "xlabel": "time" + (" (cost units)" if tl.source == "simulated" else "")}
+    if strips is not None:
+        panel["strips"] = strips
+        panel["strip_chars"] = {ch: k for k, ch in STRIP_CHARS.items()}
+    panel.update(transfer_lanes(tl))
+    return panel
 
 
 def transfer_lanes(tl) -> dict:
@@ -200,6 +240,7 @@ def memory_panel(report, gpu_memory: float | None = 80e9, title: str | None = No
 
 __all__ = ["GB", "IDLE_FACE", "IDLE_HATCH", "IDLE_EDGE", "KIND_COLORS", "PART_COLORS",
            "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS", "PALETTE", "op_label", "title_line",
-           "timeline_boxes", "timeline_panel", "bars_panel", "lines_panel", "line", "scene",
+           "timeline_boxes", "timeline_panel", "rank_strips", "PLOT_PX", "STRIP_AFTER",
+           "bars_panel", "lines_panel", "line", "scene",
            "timeline_scene", "levels", "inflight_panel", "peak_bars_panel", "memory_title",
            "memory_panel"]

@@ -81,6 +81,24 @@ function hatchPattern(ctx) {
   return ctx.createPattern(c, "repeat");
 }
 
+// A big timeline comes as one string per rank, a character per pixel column of the span
+// (panels.py: rank_strips): one rectangle per run of a kind, whatever P and M are.
+function drawStrips(ctx, p, sx, top, byKind, stats) {
+  p.strips.forEach((row, rank) => {
+    const bin = p.span / row.length, y = top + rank * ROW + 2;
+    for (let a = 0; a < row.length;) {
+      let b = a + 1;
+      while (b < row.length && row[b] === row[a]) b++;
+      if (row[a] !== ".") {
+        ctx.fillStyle = byKind[p.strip_chars[row[a]]] || "#999";
+        ctx.fillRect(sx(a * bin), y, sx(b * bin) - sx(a * bin), ROW - 4);
+        stats.boxes++;
+      }
+      a = b;
+    }
+  });
+}
+
 function drawTimeline(ctx, p, x0, y0, w, stats) {
   titles(ctx, p, x0, y0);
   const pw = w - LEFT - RIGHT, top = y0 + HEAD, xmax = p.xmax > 0 ? p.xmax : 1;
@@ -93,6 +111,7 @@ function drawTimeline(ctx, p, x0, y0, w, stats) {
   ctx.textAlign = "center";
   const widths = {};           // labels repeat (microbatch numbers): measure each one once
   const textWidth = t => widths[t] ?? (widths[t] = ctx.measureText(t).width);
+  if (p.strips) drawStrips(ctx, p, sx, top, byKind, stats);
   for (const [rank, s, e, label, kind] of p.boxes) {
     const a = sx(s), b = sx(e), y = top + rank * ROW + 2;
     ctx.fillStyle = byKind[kind] || "#999"; ctx.fillRect(a, y, Math.max(b - a - 0.6, 0.6), ROW - 4);

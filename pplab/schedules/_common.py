@@ -1,7 +1,7 @@
 """Shared helpers for the schedule generators: argument checks and placements."""
 from __future__ import annotations
 
-from ..ir import Action, Op, Schedule
+from ..ir import KEY_STRIDE, KIND_CODE, Action, Op, Schedule
 
 
 def check_basics(name: str, P: int, M: int, V: int) -> None:
@@ -32,16 +32,32 @@ def v_placement(P: int) -> tuple[int, ...]:
 
 def _action(kind: str):
     """A constructor for one kind that skips dataclass ``__init__``: generators build one
-    Action per op (about 100 000 at P=64, M=256) and the kind is known to be valid."""
-    new = object.__new__
+    Action per op (about 100 000 at P=64, M=256) and the kind is known to be valid. It also
+    caches the action's integer key (``ir.KEY_STRIDE``), which the fast simulator reads."""
+    new, code = object.__new__, KIND_CODE[kind]
 
     def make(stage: int, mb: int) -> Action:
         a = new(Action)
         d = a.__dict__
         d["stage"], d["kind"], d["microbatch"] = stage, kind, mb
+        d["_key"] = mb * KEY_STRIDE + stage * 4 + code
         return a
     make.__name__ = kind
     return make
+
+
+def actions(kind: str, pairs) -> list[Action]:
+    """Actions of one kind for ``(stage, microbatch)`` pairs, made in one loop: no Python
+    call per action, which is a third of what a P=64, M=256 schedule costs to build."""
+    new, code, out = object.__new__, KIND_CODE[kind], []
+    append = out.append
+    for stage, mb in pairs:
+        a = new(Action)
+        d = a.__dict__
+        d["stage"], d["kind"], d["microbatch"] = stage, kind, mb
+        d["_key"] = mb * KEY_STRIDE + stage * 4 + code
+        append(a)
+    return out
 
 
 F, B, W = _action("F"), _action("B"), _action("W")

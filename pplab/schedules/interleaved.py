@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir import Schedule
-from ._common import B, F, build, check_basics, looped_placement
+from ._common import B, F, actions, build, check_basics, looped_placement
 
 
 def _chunk_order(P: int, M: int, V: int, rank: int, group: int, backward: bool):
@@ -29,11 +29,10 @@ def _depth_first_rank(P: int, M: int, V: int, r: int, group: int):
     # Megatron's warm-up depth; with V = 1 it must reduce to plain 1F1B's P−r−1.
     depth = P - r - 1 if V == 1 else (P - r - 1) * 2 + (V - 1) * group
     warmup = min(total, depth)
-    ops = [F(*fwd[i]) for i in range(warmup)]
-    for i in range(total - warmup):
-        ops += [F(*fwd[warmup + i]), B(*bwd[i])]
-    ops += [B(*bwd[i]) for i in range(total - warmup, total)]
-    return ops
+    forwards, backwards = actions("F", fwd), actions("B", bwd)
+    steady = [None] * (2 * (total - warmup))           # one forward, one backward, in turn
+    steady[0::2], steady[1::2] = forwards[warmup:], backwards[:total - warmup]
+    return forwards[:warmup] + steady + backwards[total - warmup:]
 
 
 def interleaved(P: int, M: int, V: int = 2) -> Schedule:

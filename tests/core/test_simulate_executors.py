@@ -64,6 +64,7 @@ def test_every_generator_any_costs_same_events_and_figures(data):
     sched = data.draw(schedules())
     costs = data.draw(costs_for(sched))
     assert simulate_fast.plan(sched) is not None          # generated schedules take the fast path
+    assert simulate_fast.execute(sched, costs.duration_fn(sched), costs.comm, True) is not None
     fast = simulate(sched, costs, executor="fast")
     ref = simulate(sched, costs, executor="reference")
     assert [(e.rank, str(e.op), e.start, e.end) for e in fast.events] == \
@@ -71,6 +72,9 @@ def test_every_generator_any_costs_same_events_and_figures(data):
     assert fast.events == ref.events
     assert figures(fast) == figures(ref)
     assert fast.to_dict() == ref.to_dict()
+    again = data.draw(costs_for(sched))           # the run order is kept: a straight pass
+    assert simulate(sched, again, executor="fast").events == \
+        simulate(sched, again, executor="reference").events
 
 
 @SETTINGS
@@ -138,3 +142,18 @@ def test_the_plan_is_kept_with_the_schedule():
     a = simulate(sched, tf=1, tb=2).events
     b = simulate(sched, tf=2, tb=3, comm=0.5).events
     assert a != b and b == simulate(sched, tf=2, tb=3, comm=0.5, executor="reference").events
+
+
+@pytest.mark.parametrize("rank1", [
+    "2F0 1F0 1F1 2F1 2I0 2W0 1I0 1W0 2I1 2W1 1I1 1W1",     # the V's turn before its input
+    "1F0 2F0 1F1 2F1 2W0 2I0 1I0 1W0 2I1 2W1 1I1 1W1",     # a W before its own I
+    "1F0 2F0 1F1 2F1 2I0 2W0 1I0 1W0 2I1 2W1 1W1"])        # a W whose I never runs
+def test_same_rank_inputs_out_of_order_are_the_reference_errors(rank1):
+    """Inputs made on the same rank never move a start time, so the fast path skips them,
+    but only after checking they come earlier: else the reference's error, word for word."""
+    rank0 = "0F0 0F1 3F0 3I0 3W0 3F1 3I1 3W1 0I0 0W0 0I1 0W1"
+    sched = Schedule.from_text([rank0, rank1], stage_to_rank=[0, 1, 1, 0], virtual=2)
+    assert simulate_fast.execute(sched, lambda op: 1.0) is None      # it steps aside
+    ref = outcome(lambda: simulate(sched, tf=1, tb=2, tw=1, executor="reference").events)
+    assert ref[0] == "DeadlockError" or "no rank runs" in ref[1]
+    assert outcome(lambda: simulate(sched, tf=1, tb=2, tw=1).events) == ref
