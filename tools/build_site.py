@@ -3,7 +3,8 @@ package registries only: Pyodide's core from npm, pure-Python wheels from PyPI, 
 wheel built from this checkout. The lessons are notebooks/ itself.
 
 pplab and the widget packages are added to Pyodide's own package lock and preloaded when the
-kernel starts, so a lesson's plain ``import pplab`` works with no install cell. Work files go
+kernel starts, so a lesson's plain ``import pplab`` works with no install cell. So are the
+kernel's own wheels (no micropip at start-up), and every wheel carries its bytecode. Work files go
 to build/site/ (kept between builds: a rebuild takes seconds); both folders are git-ignored.
 usage: python tools/build_site.py [OUT_DIR]
 """
@@ -27,6 +28,12 @@ LOCK_PRELOAD = ["micropip", "packaging", "ipython", "jedi", "typing-extensions",
 #: pure-Python wheels the lessons import, added to the lock and preloaded too
 EXTRA = ["comm", "ipywidgets==8.1.9", "anywidget==0.11.0", "psygnal", "jupyterlab_widgets==3.0.17",
          "widgetsnbextension==4.0.16"]
+#: in the lock but not preloaded: they hold the widgets' browser side only (no Python imports
+#: them; ipywidgets merely requires them), 2.4 MB to unpack at each start for nothing
+NOT_PRELOADED = {"jupyterlab-widgets", "widgetsnbextension"}
+#: the kernel's own wheels, shipped by jupyterlite-pyodide-kernel: in the lock and preloaded, so
+#: the kernel's start-up installs none of them with micropip (about a second each otherwise)
+KERNEL_WHEELS = ["piplite", "ipykernel", "pyodide_kernel"]
 
 
 def run(*cmd, **kw):
@@ -88,16 +95,13 @@ def wheel_entry(path: Path) -> dict:
 
 
 def prepare_pyodide(venv: Path, core: Path, out: Path) -> list[str]:
-    """Copy the core, add the pure wheels (PyPI's hashes replace the lock's) and pplab."""
+    """Copy the core, add the pure wheels, the kernel's own wheels and pplab, compile them
+    (bytecode), and write the lock with their hashes. Returns the packages to preload."""
     shutil.copytree(core, out)
     lock = json.loads((out / "pyodide-lock.json").read_text())
     pk, py = lock["packages"], lock["info"]["python"].rsplit(".", 1)[0]
     need = lock_closure(pk, LOCK_PRELOAD)
     pip_download(venv, out, [f"{pk[k]['name']}=={pk[k]['version']}" for k in need], py)
-    by_file = {v["file_name"]: k for k, v in pk.items()}
-    for f in out.glob("*.whl"):
-        if f.name in by_file:
-            pk[by_file[f.name]]["sha256"] = hashlib.sha256(f.read_bytes()).hexdigest()
     extra = WORK / "extra"
     shutil.rmtree(extra, ignore_errors=True)
     pip_download(venv, extra, EXTRA, py)
@@ -109,8 +113,45 @@ def prepare_pyodide(venv: Path, core: Path, out: Path) -> list[str]:
         shutil.copy(whl, out / whl.name)
         pk[entry["name"]] = entry
         need.append(entry["name"])
+    pypi = next((venv / "share/jupyter/labextensions").rglob("pyodide-kernel-extension/static/pypi"))
+    for name in KERNEL_WHEELS:
+        whl = next(pypi.glob(f"{name}-*.whl"))
+        shutil.copy(whl, out / whl.name)
+        entry = wheel_entry(whl)
+        pk[entry["name"]] = entry
+        need.append(entry["name"])
+    add_bytecode(out)
+    for entry in pk.values():       # PyPI's files (and now their bytecode): the lock's hashes
+        if (out / entry["file_name"]).exists():
+            entry["sha256"] = hashlib.sha256((out / entry["file_name"]).read_bytes()).hexdigest()
     (out / "pyodide-lock.json").write_text(json.dumps(lock))
-    return need
+    return [name for name in need if name not in NOT_PRELOADED]
+
+
+#: run under node: the site's Pyodide compiles the wheels (tools/site_bytecode.py)
+BYTECODE_JS = """
+const [pyodideDir, toolsDir, wheels] = process.argv.slice(1);
+const { loadPyodide } = await import(pyodideDir + "/pyodide.mjs");
+const py = await loadPyodide({ indexURL: pyodideDir + "/" });
+for (const [dir, at] of [[pyodideDir, "/site"], [toolsDir, "/tools"]]) {
+  py.FS.mkdirTree(at);
+  py.FS.mount(py.FS.filesystems.NODEFS, { root: dir }, at);
+}
+py.globals.set("wheels", JSON.parse(wheels));
+console.log(py.runPython(`import sys; sys.path.insert(0, "/tools")
+import site_bytecode
+str(sum(site_bytecode.add_bytecode_all("/site/" + w for w in wheels).values()))`));
+"""
+
+
+def add_bytecode(out: Path) -> None:
+    """Every wheel in ``out`` gets its bytecode, compiled by the site's own Python (Pyodide
+    under node), so the kernel does not compile IPython & co. at each start."""
+    wheels = sorted(p.name for p in out.glob("*.whl"))
+    res = subprocess.run(["node", "--input-type=module", "-e", BYTECODE_JS, str(out),
+                          str(ROOT / "tools"), json.dumps(wheels)],
+                         check=True, capture_output=True, text=True)
+    print(f"bytecode: {res.stdout.strip()} modules in {len(wheels)} wheels")
 
 
 def lite_config(lite: Path, preload: list[str]) -> None:

@@ -7,6 +7,9 @@ need torch print one line there instead (pplab.env). Latency there: benchmarks/b
 --lite."""
 from __future__ import annotations
 
+import hashlib
+import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,25 @@ def test_progress_survives_a_reload(page, site_url, local_only):
     page.reload()
     B.open_notebook(page, f"{site_url}/lab/index.html?path={name}", name)
     assert "quiz-1" in B.kernel_exec(page, PROGRESS_PY.format(""))
+
+
+def test_kernel_starts_from_the_lock_with_bytecode():
+    """What makes the kernel start fast (tools/build_site.py): its own wheels are preloaded
+    from Pyodide's lock (no micropip install at start-up), and every preloaded wheel holds
+    bytecode for the site's Python (else the kernel compiles IPython & co. at each start)."""
+    site = B.ensure_site(B.ROOT / "site")
+    cfg = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    kernel = cfg["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    preload = kernel["loadPyodideOptions"]["packages"]
+    assert {"piplite", "ipykernel", "pyodide-kernel", "ipython", "pplab"} <= set(preload)
+    assert "widgetsnbextension" not in preload
+    lock = json.loads((site / "pyodide" / "pyodide-lock.json").read_text())
+    tag = "cpython-" + "".join(lock["info"]["python"].split(".")[:2])
+    for name in preload:
+        entry = lock["packages"][name]
+        whl = site / "pyodide" / entry["file_name"]
+        assert hashlib.sha256(whl.read_bytes()).hexdigest() == entry["sha256"], name
+        names = zipfile.ZipFile(whl).namelist()
+        sources = [n for n in names if n.endswith(".py")]
+        pycs = [n for n in names if n.endswith(f".{tag}.pyc")]
+        assert len(pycs) >= 0.9 * len(sources), f"{name}: {len(pycs)} pycs, {len(sources)} .py"
