@@ -22,8 +22,8 @@ if not Path(B.CHROMIUM).exists():
                 allow_module_level=True)
 pytest.importorskip("playwright.sync_api")
 pytest.importorskip("pytest_playwright")
-if __import__("shutil").which("npm") is None:
-    pytest.skip("npm is needed to build the JupyterLite site", allow_module_level=True)
+if any(__import__("shutil").which(tool) is None for tool in ("npm", "node")):
+    pytest.skip("npm and node are needed to build the JupyterLite site", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
 
