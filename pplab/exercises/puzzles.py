@@ -43,9 +43,9 @@ PUZZLES = {
         "with only B (no split) and at most 2 microbatches alive, a rank must finish a "
         "backward before its third forward; alternate F and B as early as possible"),
     "zbv-by-hand": Puzzle(
-        "ZB-V by hand, with less memory", 4, 8, (0, 1, 2, 3, 3, 2, 1, 0), 27.5, 3.0,
+        "ZB-V by hand, with less memory", 4, 8, (0, 1, 2, 3, 3, 2, 1, 0), 28.0, 2.5,
         "each microbatch goes down the V (stages 0→3 on ranks 0→3) and back up (4→7 on "
-        "ranks 3→0); a chunk is half a rank's layers, so 6 chunks alive = 3 stage-"
+        "ranks 3→0); a chunk is half a rank's layers, so 5 chunks alive = 2.5 stage-"
         "equivalents; start fewer microbatches than ZB-V and fill gaps with W"),
     "dualpipe-two-ways": Puzzle(
         "Two directions at once", 4, 8, (0, 1, 2, 3, 3, 2, 1, 0), 25.0, 4.0,
