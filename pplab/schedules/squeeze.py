@@ -105,13 +105,14 @@ def _levels(ops: list[int]) -> list[int]:
     return levels
 
 
-def _reorder(slots: Slots, ps: Passes, fixed: tuple[int, int], cap: int | None) -> Slots:
+def _reorder(slots: Slots, occ: list[list[int]], ps: Passes, fixed: tuple[int, int],
+             cap: int | None, levels: list[list[int]] | None) -> Slots:
     """Walk the passes in time order; move each one outside the ``fixed`` slots (inclusive)
     to the earliest free slot of its rank after its inputs where (with a ``cap``) the rank
     never holds more than ``cap``. A pass only moves to a slot already walked past, so the
-    walk order (by the given slots) stays valid; levels are kept only under a cap."""
-    occ = ps.occupancy(slots)
-    levels = [_levels(ops) for ops in occ] if cap is not None else None
+    walk order (by the given slots) stays valid. ``occ`` (each rank's slots) and ``levels``
+    (chunks alive after each slot, needed only under a cap) are updated in place, so they
+    describe the result afterwards."""
     out = [-1] * ps.count
     lo_fixed, hi_fixed = fixed
     rank, ready_at = ps.rank, ps.ready_at
@@ -142,75 +143,74 @@ def _reorder(slots: Slots, ps: Passes, fixed: tuple[int, int], cap: int | None) 
     return out
 
 
-def reorder(slots: Slots, ps: Passes) -> Slots:
+def reorder(slots: Slots, ps: Passes) -> list[list[int]]:
     """Move warm-up and cool-down passes into earlier free slots under the steady state's
     peak; then, with the W's set aside, move the cool-down's passes once more (the backward
     chain is the cool-down's critical path) and let the W's fill what is left (``fill_w``).
     The warm-up ends when the first microbatch's backward reaches stage 0; the cool-down
     starts after stage 0's last forward. The second step is kept only where it holds the
-    peak (with few microbatches warm-up and cool-down overlap and it may not)."""
+    peak (with few microbatches warm-up and cool-down overlap and it may not). Returns each
+    rank's passes in slot order."""
     S = ps.last + 1
-    cap = _peak(slots, ps)
+    occ = ps.occupancy(slots)
+    levels = [_levels(ops) for ops in occ]
+    cap = max(max(level) for level in levels)
     first_back = slots[Passes.id(0, 1, 0, S)]
     last_fwd = slots[Passes.id(0, 0, ps.M - 1, S)]
-    once = _reorder(slots, ps, (first_back, last_fwd), cap)
+    once = _reorder(slots, occ, ps, (first_back, last_fwd), cap, levels)
+    once_orders = [[a for a in ops if a >= 0] for ops in occ]
     no_w = once[:]
     no_w[2::3] = [-1] * (ps.count // 3)
-    no_w = _reorder(no_w, ps, (0, last_fwd), None)
-    twice = fill_w(no_w, ps, cap)
-    if _peak(twice, ps) <= cap and _length(twice, ps) <= _length(once, ps):
-        return twice
-    return once
+    occ = [[-1 if a % 3 == 2 else a for a in ops] for ops in occ]
+    _reorder(no_w, occ, ps, (0, last_fwd), None, None)
+    twice, twice_orders, twice_peak = fill_w([[a for a in ops if a >= 0] for ops in occ], ps, cap)
+    if twice_peak <= cap and _length(twice, twice_orders) <= _length(once, once_orders):
+        return twice_orders
+    return once_orders
 
 
-def _peak(slots: Slots, ps: Passes) -> int:
-    return max(max(_levels(ops)) for ops in ps.occupancy(slots))
+def _length(slots: Slots, orders: list[list[int]]) -> tuple[int, int]:
+    """(longest rank span, makespan) in slots, from each rank's passes in slot order."""
+    ends = [(slots[order[-1]], slots[order[0]]) for order in orders]
+    return max(last - first + 1 for last, first in ends), max(last for last, _ in ends) + 1
 
 
-def _length(slots: Slots, ps: Passes) -> tuple[int, int]:
-    """(longest rank span, makespan) in slots."""
-    spans = []
-    for ops in ps.occupancy(slots):
-        used = [t for t, a in enumerate(ops) if a >= 0]
-        spans.append(used[-1] - used[0] + 1)
-    return max(spans), max(slots) + 1
-
-
-def fill_w(slots: Slots, ps: Passes, cap: int) -> Slots:
-    """Run each rank's F and I passes in their slot order, each as soon as its inputs are
+def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[list[int]], int]:
+    """Run each rank's F and I passes in their given order, each as soon as its inputs are
     done; a W (oldest first) takes any slot where the next pass is not ready yet, or comes
-    first when the next forward would hold more than ``cap`` chunks."""
-    orders = [[a for a in ops if a >= 0] for ops in ps.occupancy(slots)]
+    first when the next forward would hold more than ``cap`` chunks. Returns the slots, each
+    rank's passes in slot order and the peak of chunks alive on any rank."""
     ranks = [r for r, order in enumerate(orders) if order]
     nxt = [0] * ps.P
     pending = [collections.deque() for _ in range(ps.P)]
     alive = [0] * ps.P
     out = [-1] * ps.count
-    ready_at = ps.ready_at
-    left = 2 * sum(len(order) for order in orders) - sum(a % 3 == 0 for o in orders for a in o)
-    t = 0
+    placed: list[list[int]] = [[] for _ in range(ps.P)]
+    left = sum(len(order) + sum(a % 3 == 1 for a in order) for order in orders)
+    peak = t = 0
     while left:
         for r in ranks:
             order, n = orders[r], nxt[r]
             head = order[n] if n < len(order) else -1
-            # ready: every input placed (not -1) before t
             ready = head >= 0 and _inputs_done(head, ps, out, t)
             full = head >= 0 and head % 3 == 0 and alive[r] >= cap
             if pending[r] and (not ready or full):
-                out[pending[r].popleft() + 1] = t
+                head = pending[r].popleft() + 1
                 alive[r] -= 1
             elif ready:
-                out[head] = t
                 nxt[r] = n + 1
                 if head % 3 == 1:
                     pending[r].append(head)
                 else:
                     alive[r] += 1
+                    peak = max(peak, alive[r])
             else:
                 continue
+            out[head] = t
+            placed[r].append(head)
             left -= 1
         t += 1
-    return out
+    return out, placed, peak
 
 
 def _inputs_done(a: int, ps: Passes, out: Slots, t: int) -> bool:
@@ -220,8 +220,7 @@ def _inputs_done(a: int, ps: Passes, out: Slots, t: int) -> bool:
     return 0 <= out[a - 1] < t and (s == ps.last or 0 <= out[a + 3] < t)
 
 
-def rank_orders(slots: Slots, ps: Passes) -> list[list[Action]]:
-    """Each rank's passes in slot order, as ``Action``s."""
+def rank_orders(orders: list[list[int]], ps: Passes) -> list[list[Action]]:
+    """Each rank's passes as ``Action``s."""
     S, stage = ps.last + 1, ps.stage
-    return [[_MAKE[a % 3](stage[a], a // 3 // S) for a in ops if a >= 0]
-            for ops in ps.occupancy(slots)]
+    return [[_MAKE[a % 3](stage[a], a // 3 // S) for a in order] for order in orders]
