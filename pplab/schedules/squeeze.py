@@ -124,12 +124,13 @@ def _reorder(slots: Slots, occ: list[list[int]], ps: Passes, fixed: tuple[int, i
         ops = occ[r]
         ready = ready_at(a, out)
         kind = a % 3
-        if levels is not None and kind == 0:  # an earlier F holds one more chunk till t
-            level = levels[r]
-            lo = t
-            while lo > ready and level[lo - 1] < cap:
-                lo -= 1
-            ready = lo
+        if levels is not None and kind == 0 and ready < t:
+            # an earlier F holds one more chunk till t: start after the last slot at the
+            # cap (levels never exceed it), found by a reversed search at C speed
+            seg = levels[r][ready:t]
+            seg.reverse()
+            if cap in seg:
+                ready = t - seg.index(cap)
         if ready >= t:
             continue
         try:
