@@ -87,7 +87,17 @@ def streams_vs_simulate(repeats: int = 5) -> None:
               f"{streams:11.1f} {streams / today:6.1f}")
 
 
+def v_shape_make(repeats: int = 5) -> None:
+    """Building V-Min, V-Half and V-ZB alone (block, squeeze, reorder), issue 21's sizes."""
+    for name in ("v-zb", "v-half", "v-min"):
+        small, large = (median_ms(lambda: make_schedule(name, P, M), repeats)
+                        for P, M in ((32, 128), (64, 256)))
+        print(f"make {name:7s} P=32 M=128 {small:6.0f} ms (goal 100)   "
+              f"P=64 M=256 {large:6.0f} ms (goal 300)")
+
+
 def main() -> None:
+    v_shape_make()
     executors_at_scale()
     streams_vs_simulate()
     print(f"{'schedule':12s} {'P=8,M=32 ms':>12s} {'actions':>8s} {'P=32,M=256 ms':>14s} "
