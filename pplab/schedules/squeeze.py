@@ -111,16 +111,17 @@ def _reorder(slots: Slots, occ: list[list[int]], ps: Passes, fixed: tuple[int, i
     """Walk the passes in time order; move each one outside the ``fixed`` slots (inclusive)
     to the earliest free slot of its rank after its inputs where (with a ``cap``) the rank
     never holds more than ``cap``. A pass only moves to a slot already walked past, so the
-    walk order (by the given slots) stays valid. ``occ`` (each rank's slots) and ``levels``
+    walk order (by the given slots) stays valid, and a pass's inputs are settled (walked or
+    fixed) when it is reached. ``occ`` (each rank's slots) and ``levels``
     (chunks alive after each slot, needed only under a cap) are updated in place, so they
     describe the result afterwards."""
-    out = [-1] * ps.count
     lo_fixed, hi_fixed = fixed
+    out = slots[:]                          # fixed passes stay; only the others are walked
+    movable = [a for a, t in enumerate(slots) if t > hi_fixed or 0 <= t < lo_fixed]
+    movable.sort(key=slots.__getitem__)
     rank, ready_at = ps.rank, ps.ready_at
-    for a in ps.in_time_order(slots):
-        t = out[a] = slots[a]
-        if lo_fixed <= t <= hi_fixed:
-            continue
+    for a in movable:
+        t = slots[a]
         r = rank[a]
         ops = occ[r]
         ready = ready_at(a, out)
@@ -187,6 +188,7 @@ def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[l
     pending = [collections.deque() for _ in range(ps.P)]
     alive = [0] * ps.P
     out = [-1] * ps.count
+    stage, last = ps.stage, ps.last
     placed: list[list[int]] = [[] for _ in range(ps.P)]
     left = sum(len(order) + sum(a % 3 == 1 for a in order) for order in orders)
     peak = t = 0
@@ -194,7 +196,13 @@ def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[l
         for r in ranks:
             order, n = orders[r], nxt[r]
             head = order[n] if n < len(order) else -1
-            ready = head >= 0 and _inputs_done(head, ps, out, t)
+            ready = False
+            if head >= 0:                   # every input placed (not -1) before t
+                if head % 3 == 0:
+                    ready = stage[head] == 0 or -1 < out[head - 3] < t
+                else:
+                    ready = -1 < out[head - 1] < t and (stage[head] == last
+                                                        or -1 < out[head + 3] < t)
             full = head >= 0 and head % 3 == 0 and alive[r] >= cap
             if pending[r] and (not ready or full):
                 head = pending[r].popleft() + 1
@@ -213,13 +221,6 @@ def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[l
             left -= 1
         t += 1
     return out, placed, peak
-
-
-def _inputs_done(a: int, ps: Passes, out: Slots, t: int) -> bool:
-    kind, s = a % 3, ps.stage[a]
-    if kind == 0:
-        return s == 0 or 0 <= out[a - 3] < t
-    return 0 <= out[a - 1] < t and (s == ps.last or 0 <= out[a + 3] < t)
 
 
 def rank_orders(orders: list[list[int]], ps: Passes) -> list[list[Action]]:
