@@ -47,9 +47,8 @@ class Passes:
         self.rank = [rank_of[s] for s in range(S) for _ in KINDS] * M
         self.stage = [s for s in range(S) for _ in KINDS] * M
 
-    @staticmethod
-    def id(stage: int, kind: int, mb: int, S: int) -> int:
-        return (mb * S + stage) * 3 + kind
+    def id(self, stage: int, kind: int, mb: int) -> int:
+        return (mb * (self.last + 1) + stage) * 3 + kind
 
     def ready_at(self, a: int, out: Slots) -> int:
         """First slot after ``a``'s inputs in ``out`` (F: the previous stage's F; I: own F
@@ -154,12 +153,11 @@ def reorder(slots: Slots, ps: Passes) -> list[list[int]]:
     starts after stage 0's last forward. The second step is kept only where it holds the
     peak (with few microbatches warm-up and cool-down overlap and it may not). Returns each
     rank's passes in slot order."""
-    S = ps.last + 1
     occ = ps.occupancy(slots)
     levels = [_levels(ops) for ops in occ]
     cap = max(max(level) for level in levels)
-    first_back = slots[Passes.id(0, 1, 0, S)]
-    last_fwd = slots[Passes.id(0, 0, ps.M - 1, S)]
+    first_back = slots[ps.id(0, 1, 0)]
+    last_fwd = slots[ps.id(0, 0, ps.M - 1)]
     once = _reorder(slots, occ, ps, (first_back, last_fwd), cap, levels)
     once_orders = [[a for a in ops if a >= 0] for ops in occ]
     no_w = once[:]
