@@ -35,7 +35,6 @@ before the first microbatch reaches it), which is why "zero bubble" is a per-spa
 from __future__ import annotations
 
 import collections
-import itertools
 
 from ..ir import Schedule
 from ._common import build, check_basics, v_placement
@@ -81,24 +80,21 @@ def _rank_slots(P: int, M: int, r: int, times: Times, slots: list[int]) -> None:
     repeated block puts them, each W (oldest first) in the next slot no F or I claims."""
     f, i = times
     S = 2 * P
-    at: dict[int, int] = {}
-    for mb in range(M):
-        for s in (r, S - 1 - r):
-            a = (mb * S + s) * 3
-            at[f[s] + PERIOD * mb] = a
-            at[i[s] + PERIOD * mb] = a + 1
+    ends = [t[s] for s in (r, S - 1 - r) for t in (f, i)]
+    at = [-1] * (max(ends) + PERIOD * (M - 1) + 1)    # pass number per slot, -1: free
+    for s in (r, S - 1 - r):
+        for kind, start in ((0, f[s]), (1, i[s])):     # microbatch mb's is start + 6·mb
+            at[start:start + PERIOD * M:PERIOD] = range(3 * s + kind, 3 * S * M, 3 * S)
     pending: collections.deque[int] = collections.deque()
-    last = max(at)
-    for slot in itertools.count():
-        if slot > last and not pending:
-            return
-        a = at.get(slot, -1)
-        if a < 0 and pending:
-            a = pending.popleft() + 1          # the oldest I's W
-        elif a % 3 == 1:
-            pending.append(a)
+    for slot, a in enumerate(at):
         if a >= 0:
             slots[a] = slot
+            if a % 3 == 1:
+                pending.append(a)
+        elif pending:
+            slots[pending.popleft() + 1] = slot         # the oldest I's W
+    for slot in range(len(at), len(at) + len(pending)):
+        slots[pending.popleft() + 1] = slot
 
 
 def block_times(name: str, P: int) -> Times:
