@@ -83,12 +83,18 @@ def squeeze(slots: Slots, ps: Passes) -> Slots:
     each rank's order (the given slots are a valid schedule, so time order is safe)."""
     out = [-1] * ps.count
     free_from = [0] * ps.P
-    rank, ready_at = ps.rank, ps.ready_at
-    for a in ps.in_time_order(slots):
-        r = rank[a]
-        t = ready_at(a, out)
-        if free_from[r] > t:
-            t = free_from[r]
+    rank, stage, last = ps.rank, ps.stage, ps.last
+    for a in ps.in_time_order(slots):       # ``ready_at`` written out: 100 000 calls saved
+        r, kind = rank[a], a % 3
+        t = free_from[r]
+        if kind == 0:
+            if stage[a] > 0 and out[a - 3] >= t:
+                t = out[a - 3] + 1
+        else:
+            if out[a - 1] >= t:
+                t = out[a - 1] + 1
+            if kind == 1 and stage[a] < last and out[a + 3] >= t:
+                t = out[a + 3] + 1
         out[a] = t
         free_from[r] = t + 1
     return out
