@@ -188,18 +188,19 @@ def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[l
     first when the next forward would hold more than ``cap`` chunks. Returns the slots, each
     rank's passes in slot order and the peak of chunks alive on any rank."""
     ranks = [r for r, order in enumerate(orders) if order]
+    left = sum(len(order) + sum(a % 3 == 1 for a in order) for order in orders)
+    orders = [order + [-1] for order in orders]     # -1: the rank's F and I are all placed
     nxt = [0] * ps.P
     pending = [collections.deque() for _ in range(ps.P)]
     alive = [0] * ps.P
     out = [-1] * ps.count
     stage, last = ps.stage, ps.last
     placed: list[list[int]] = [[] for _ in range(ps.P)]
-    left = sum(len(order) + sum(a % 3 == 1 for a in order) for order in orders)
     peak = t = 0
     while left:
         for r in ranks:
-            order, n = orders[r], nxt[r]
-            head = order[n] if n < len(order) else -1
+            n = nxt[r]
+            head = orders[r][n]
             ready = False
             if head >= 0:                   # every input placed (not -1) before t
                 if head % 3 == 0:
@@ -217,7 +218,8 @@ def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[l
                     pending[r].append(head)
                 else:
                     alive[r] += 1
-                    peak = max(peak, alive[r])
+                    if alive[r] > peak:
+                        peak = alive[r]
             else:
                 continue
             out[head] = t
