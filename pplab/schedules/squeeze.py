@@ -136,8 +136,10 @@ def _reorder(slots: Slots, occ: list[list[int]], ps: Passes, fixed: tuple[int, i
             # cap (levels never exceed it), found by a reversed search at C speed
             seg = levels[r][ready:t]
             seg.reverse()
-            if cap in seg:
+            try:
                 ready = t - seg.index(cap)
+            except ValueError:              # never at the cap since ready
+                pass
         if ready >= t:
             continue
         try:
