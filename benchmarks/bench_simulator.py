@@ -108,7 +108,17 @@ def far_corner_redraw(repeats: int = 5) -> None:
           f"kept schedule {kept:.0f} ms, scene {kb:.0f} kB (medians of {repeats})")
 
 
+def v_shape_make(repeats: int = 5) -> None:
+    """Building V-Min, V-Half and V-ZB alone (block, squeeze, reorder), issue 21's sizes."""
+    for name in ("v-zb", "v-half", "v-min"):
+        small, large = (median_ms(lambda: make_schedule(name, P, M), repeats)
+                        for P, M in ((32, 128), (64, 256)))
+        print(f"make {name:7s} P=32 M=128 {small:6.0f} ms (goal 100)   "
+              f"P=64 M=256 {large:6.0f} ms (goal 300)")
+
+
 def main() -> None:
+    v_shape_make()
     executors_at_scale()
     streams_vs_simulate()
     far_corner_redraw()

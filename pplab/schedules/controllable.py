@@ -34,11 +34,11 @@ before the first microbatch reaches it), which is why "zero bubble" is a per-spa
 """
 from __future__ import annotations
 
-import itertools
+import collections
 
 from ..ir import Schedule
 from ._common import build, check_basics, v_placement
-from .squeeze import Pass, rank_orders, reorder, squeeze
+from .squeeze import Passes, rank_orders, reorder, squeeze
 
 PERIOD = 6                   # slots per microbatch per rank: F, I, W on two chunks
 Times = tuple[tuple[int, ...], tuple[int, ...]]
@@ -75,30 +75,26 @@ def _fits_period(P: int, times: Times) -> bool:
     return True
 
 
-def _rank_slots(P: int, M: int, r: int, times: Times) -> list[tuple[int, Pass]]:
-    """Rank r's passes with their slots: F and I where the repeated block puts them, each W
-    (oldest first) in the next slot no F or I claims."""
+def _rank_slots(P: int, M: int, r: int, times: Times, slots: list[int]) -> None:
+    """Put rank r's passes in ``slots`` (by pass number, ``Passes``): F and I where the
+    repeated block puts them, each W (oldest first) in the next slot no F or I claims."""
     f, i = times
-    at = {}
-    for mb in range(M):
-        for s in (r, 2 * P - 1 - r):
-            at[f[s] + PERIOD * mb] = (s, "F", mb)
-            at[i[s] + PERIOD * mb] = (s, "I", mb)
-    placed: list[tuple[int, Pass]] = []
-    pending: list[Pass] = []
-    last = max(at)
-    for slot in itertools.count():
-        if slot > last and not pending:
-            return placed
-        op = at.get(slot)
-        if op is None and pending:
-            stage, _, mb = pending.pop(0)
-            op = (stage, "W", mb)
-        elif op is not None and op[1] == "I":
-            pending.append(op)
-        if op is not None:
-            placed.append((slot, op))
-    raise AssertionError("unreachable")
+    S = 2 * P
+    ends = [t[s] for s in (r, S - 1 - r) for t in (f, i)]
+    at = [-1] * (max(ends) + PERIOD * (M - 1) + 1)    # pass number per slot, -1: free
+    for s in (r, S - 1 - r):
+        for kind, start in ((0, f[s]), (1, i[s])):     # microbatch mb's is start + 6·mb
+            at[start:start + PERIOD * M:PERIOD] = range(3 * s + kind, 3 * S * M, 3 * S)
+    pending: collections.deque[int] = collections.deque()
+    for slot, a in enumerate(at):
+        if a >= 0:
+            slots[a] = slot
+            if a % 3 == 1:
+                pending.append(a)
+        elif pending:
+            slots[pending.popleft() + 1] = slot         # the oldest I's W
+    for slot in range(len(at), len(at) + len(pending)):
+        slots[pending.popleft() + 1] = slot
 
 
 def block_times(name: str, P: int) -> Times:
@@ -114,9 +110,12 @@ def _v_block_schedule(name: str, P: int, M: int, V: int | None) -> Schedule:
     _check_v(name, P, M, V)
     times = block_times(name, P)
     placement = v_placement(P)
-    slots = {a: t for r in range(P) for t, a in _rank_slots(P, M, r, times)}
-    slots = reorder(squeeze(slots, placement, 2 * P - 1), placement, 2 * P - 1, M)
-    return build(name, P, M, placement, rank_orders(slots, placement, P), V=2)
+    passes = Passes(P, M, placement)
+    slots = [-1] * passes.count
+    for r in range(P):
+        _rank_slots(P, M, r, times, slots)
+    slots = reorder(squeeze(slots, passes), passes)
+    return build(name, P, M, placement, rank_orders(slots, passes), V=2)
 
 
 def _check_v(name: str, P: int, M: int, V: int | None) -> None:

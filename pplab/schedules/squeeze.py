@@ -13,161 +13,234 @@ chunk, t_F = t_I = t_W):
   second pass sets the W's aside, moves the cool-down's F and I passes up (the backward
   chain is the cool-down's critical path) and lets the W's fill the slots left over.
 
-The result is each rank's order; the simulator then times it under any costs. Passes are
-plain ``(stage, kind, microbatch)`` tuples here (hashing them is several times cheaper than
-hashing ``Action``s, and P = 64 moves about 100 000 of them).
+The result is each rank's order; the simulator then times it under any costs.
+
+Speed (issue 21: 64 ranks, 256 microbatches, about 100 000 passes, under a slider): a pass
+is a number, ``Passes.id(stage, kind, microbatch)``, so its inputs are a fixed offset away
+(the previous stage's F is 3 before, the next stage's I 3 after, its own F or I 1 before);
+a schedule is a list of slots indexed by pass (-1: not in it) and each rank keeps a list of
+its slots (the pass in each, -1: free). Every step is then one walk over the passes with
+list lookups, no hashing, and the reorder updates a rank's activation levels in place
+rather than recounting them.
 """
 from __future__ import annotations
+
+import collections
+import gc
 
 from ..ir import Action
 from ._common import F, I, W
 
-Pass = tuple[int, str, int]                 # (stage, kind, microbatch)
-Slots = dict[Pass, int]
-_MAKE = {"F": F, "I": I, "W": W}
-_STEP = {"F": 1, "W": -1, "I": 0}
+KINDS = "FIW"                               # a pass's kind is its number mod 3
+_MAKE = (F, I, W)
+_STEP = (1, 0, -1)                          # chunks alive: an F adds one, its W frees it
+Slots = list[int]                           # slot per pass number, -1 where absent
 
 
-def _inputs(a: Pass, last_stage: int) -> list[Pass]:
-    """The passes ``a`` waits for (F: the previous stage's F; I: own F and the next stage's
-    I; W: own I)."""
-    s, kind, mb = a
-    if kind == "F":
-        return [(s - 1, "F", mb)] if s > 0 else []
-    if kind == "I":
-        return [(s, "F", mb), (s + 1, "I", mb)] if s < last_stage else [(s, "F", mb)]
-    return [(s, "I", mb)]
+class Passes:
+    """Numbering of the passes of a V-shaped pipeline: ``(microbatch·2P + stage)·3 + kind``
+    (kind 0 F, 1 I, 2 W), with each number's rank looked up once."""
+
+    def __init__(self, P: int, M: int, rank_of):
+        S = len(rank_of)
+        self.P, self.M, self.last, self.count = P, M, S - 1, 3 * S * M
+        self.rank = [rank_of[s] for s in range(S) for _ in KINDS] * M
+        self.stage = [s for s in range(S) for _ in KINDS] * M
+
+    def id(self, stage: int, kind: int, mb: int) -> int:
+        return (mb * (self.last + 1) + stage) * 3 + kind
+
+    def ready_at(self, a: int, out: Slots) -> int:
+        """First slot after ``a``'s inputs in ``out`` (F: the previous stage's F; I: own F
+        and the next stage's I; W: own I); inputs not in ``out`` (-1) are ignored."""
+        kind, s = a % 3, self.stage[a]
+        t = 0
+        if kind == 0:
+            if s > 0:
+                t = out[a - 3] + 1
+        else:
+            t = out[a - 1] + 1
+            if kind == 1 and s < self.last and out[a + 3] >= t:
+                t = out[a + 3] + 1
+        return t
+
+    def occupancy(self, slots: Slots) -> list[list[int]]:
+        """Each rank's slots, holding the pass that runs there or -1."""
+        T = max(slots) + 1
+        occ = [[-1] * T for _ in range(self.P)]
+        rank = self.rank
+        for a, t in enumerate(slots):
+            if t >= 0:
+                occ[rank[a]][t] = a
+        return occ
+
+    def in_time_order(self, slots: Slots) -> list[int]:
+        return sorted([a for a, t in enumerate(slots) if t >= 0], key=slots.__getitem__)
 
 
-def squeeze(slots: Slots, rank_of, last_stage: int) -> Slots:
+def squeeze(slots: Slots, ps: Passes) -> Slots:
     """Start every pass as early as its inputs and its rank's previous pass allow, keeping
     each rank's order (the given slots are a valid schedule, so time order is safe)."""
-    out: Slots = {}
-    free_from: dict[int, int] = {}
-    for a in sorted(slots, key=slots.__getitem__):
-        r = rank_of[a[0]]
-        t = max([free_from.get(r, 0)] + [out[d] + 1 for d in _inputs(a, last_stage)])
+    out = [-1] * ps.count
+    free_from = [0] * ps.P
+    rank, stage, last = ps.rank, ps.stage, ps.last
+    for a in ps.in_time_order(slots):       # ``ready_at`` written out: 100 000 calls saved
+        r, kind = rank[a], a % 3
+        t = free_from[r]
+        if kind == 0:
+            if stage[a] > 0 and out[a - 3] >= t:
+                t = out[a - 3] + 1
+        else:
+            if out[a - 1] >= t:
+                t = out[a - 1] + 1
+            if kind == 1 and stage[a] < last and out[a + 3] >= t:
+                t = out[a + 3] + 1
         out[a] = t
         free_from[r] = t + 1
     return out
 
 
-def _levels(ops: dict[int, Pass]) -> list[int]:
+def _levels(ops: list[int]) -> list[int]:
     """Chunks alive after each slot of one rank: an F adds one, a W (the chunk's last pass)
     frees one."""
     levels, alive = [], 0
-    for t in range(max(ops, default=-1) + 1):
-        a = ops.get(t)
-        if a is not None:
-            alive += _STEP[a[1]]
+    for a in ops:
+        if a >= 0:
+            alive += _STEP[a % 3]
         levels.append(alive)
     return levels
 
 
-def _reorder(slots: Slots, rank_of, last_stage: int, movable, cap: int | None) -> Slots:
-    """Walk the passes in time order; move each movable one to the earliest free slot of its
-    rank after its inputs where (with a ``cap``) the rank never holds more than ``cap``."""
-    by_rank = _by_rank(slots, rank_of)
-    levels = {r: _levels(ops) for r, ops in by_rank.items()}
-    out: Slots = {}
-    for a in sorted(slots, key=lambda x: (slots[x], rank_of[x[0]])):
-        t = out[a] = slots[a]
-        if not movable(t):
+def _reorder(slots: Slots, occ: list[list[int]], ps: Passes, fixed: tuple[int, int],
+             cap: int | None, levels: list[list[int]] | None) -> Slots:
+    """Walk the passes in time order; move each one outside the ``fixed`` slots (inclusive)
+    to the earliest free slot of its rank after its inputs where (with a ``cap``) the rank
+    never holds more than ``cap``. A pass only moves to a slot already walked past, so the
+    walk order (by the given slots) stays valid, and a pass's inputs are settled (walked or
+    fixed) when it is reached. ``occ`` (each rank's slots) and ``levels``
+    (chunks alive after each slot, needed only under a cap) are updated in place, so they
+    describe the result afterwards."""
+    lo_fixed, hi_fixed = fixed
+    out = slots[:]                          # fixed passes stay; only the others are walked
+    movable = [a for a, t in enumerate(slots) if t > hi_fixed or 0 <= t < lo_fixed]
+    movable.sort(key=slots.__getitem__)
+    rank, ready_at = ps.rank, ps.ready_at
+    for a in movable:
+        t = slots[a]
+        r = rank[a]
+        ops = occ[r]
+        ready = ready_at(a, out)
+        kind = a % 3
+        if levels is not None and kind == 0 and ready < t:
+            # an earlier F holds one more chunk till t: start after the last slot at the
+            # cap (levels never exceed it), found by a reversed search at C speed
+            seg = levels[r][ready:t]
+            seg.reverse()
+            try:
+                ready = t - seg.index(cap)
+            except ValueError:              # never at the cap since ready
+                pass
+        if ready >= t:
             continue
-        r = rank_of[a[0]]
-        ops, level = by_rank[r], levels[r]
-        ready = max([0] + [out[d] + 1 for d in _inputs(a, last_stage) if d in out])
-        if cap is not None and a[1] == "F":      # an earlier F holds one more chunk till t
-            lo = t
-            while lo > ready and level[lo - 1] < cap:
-                lo -= 1
-            ready = lo
-        for s in range(ready, t):
-            if s in ops:
-                continue
-            del ops[t]
-            ops[s], out[a] = a, s
-            step = _STEP[a[1]]
-            for u in range(s, t):
-                level[u] += step
-            break
+        try:
+            s = ops.index(-1, ready, t)
+        except ValueError:
+            continue
+        ops[t], ops[s], out[a] = -1, a, s
+        if levels is not None and kind != 1:
+            step, level = _STEP[kind], levels[r]
+            level[s:t] = [x + step for x in level[s:t]]
     return out
 
 
-def reorder(slots: Slots, rank_of, last_stage: int, M: int) -> Slots:
+def reorder(slots: Slots, ps: Passes) -> list[list[int]]:
     """Move warm-up and cool-down passes into earlier free slots under the steady state's
     peak; then, with the W's set aside, move the cool-down's passes once more (the backward
     chain is the cool-down's critical path) and let the W's fill what is left (``fill_w``).
     The warm-up ends when the first microbatch's backward reaches stage 0; the cool-down
     starts after stage 0's last forward. The second step is kept only where it holds the
-    peak (with few microbatches warm-up and cool-down overlap and it may not)."""
-    cap = _peak(slots, rank_of)
-    first_back = slots[(0, "I", 0)]
-    last_fwd = slots[(0, "F", M - 1)]
-    once = _reorder(slots, rank_of, last_stage, lambda t: not first_back <= t <= last_fwd, cap)
-    no_w = {a: t for a, t in once.items() if a[1] != "W"}
-    no_w = _reorder(no_w, rank_of, last_stage, lambda t: t > last_fwd, None)
-    twice = fill_w(no_w, rank_of, last_stage, cap)
-    if _peak(twice, rank_of) <= cap and _length(twice, rank_of) <= _length(once, rank_of):
-        return twice
-    return once
+    peak (with few microbatches warm-up and cool-down overlap and it may not). Returns each
+    rank's passes in slot order."""
+    occ = ps.occupancy(slots)
+    levels = [_levels(ops) for ops in occ]
+    cap = max(max(level) for level in levels)
+    first_back = slots[ps.id(0, 1, 0)]
+    last_fwd = slots[ps.id(0, 0, ps.M - 1)]
+    once = _reorder(slots, occ, ps, (first_back, last_fwd), cap, levels)
+    once_orders = [[a for a in ops if a >= 0] for ops in occ]
+    no_w = once[:]
+    no_w[2::3] = [-1] * (ps.count // 3)
+    occ = [[-1 if a % 3 == 2 else a for a in ops] for ops in occ]
+    _reorder(no_w, occ, ps, (0, last_fwd), None, None)
+    twice, twice_orders, twice_peak = fill_w([[a for a in ops if a >= 0] for ops in occ], ps, cap)
+    if twice_peak <= cap and _length(twice, twice_orders) <= _length(once, once_orders):
+        return twice_orders
+    return once_orders
 
 
-def _peak(slots: Slots, rank_of) -> int:
-    return max(max(_levels(ops)) for ops in _by_rank(slots, rank_of).values())
+def _length(slots: Slots, orders: list[list[int]]) -> tuple[int, int]:
+    """(longest rank span, makespan) in slots, from each rank's passes in slot order."""
+    ends = [(slots[order[-1]], slots[order[0]]) for order in orders]
+    return max(last - first + 1 for last, first in ends), max(last for last, _ in ends) + 1
 
 
-def _length(slots: Slots, rank_of) -> tuple[int, int]:
-    """(longest rank span, makespan) in slots."""
-    spans = [max(ops) - min(ops) + 1 for ops in _by_rank(slots, rank_of).values()]
-    return max(spans), max(slots.values()) + 1
-
-
-def _by_rank(slots: Slots, rank_of) -> dict[int, dict[int, Pass]]:
-    by_rank: dict[int, dict[int, Pass]] = {}
-    for a, t in slots.items():
-        by_rank.setdefault(rank_of[a[0]], {})[t] = a
-    return by_rank
-
-
-def fill_w(slots: Slots, rank_of, last_stage: int, cap: int) -> Slots:
-    """Run each rank's F and I passes in their slot order, each as soon as its inputs are
+def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[list[int]], int]:
+    """Run each rank's F and I passes in their given order, each as soon as its inputs are
     done; a W (oldest first) takes any slot where the next pass is not ready yet, or comes
-    first when the next forward would hold more than ``cap`` chunks."""
-    orders: dict[int, list[Pass]] = {}
-    for a in sorted(slots, key=slots.__getitem__):
-        orders.setdefault(rank_of[a[0]], []).append(a)
-    nxt = {r: 0 for r in orders}
-    pending: dict[int, list[Pass]] = {r: [] for r in orders}
-    alive = {r: 0 for r in orders}
-    out: Slots = {}
-    left = len(slots) + sum(a[1] == "I" for a in slots)
-    t = 0
+    first when the next forward would hold more than ``cap`` chunks. Returns the slots, each
+    rank's passes in slot order and the peak of chunks alive on any rank."""
+    ranks = [r for r, order in enumerate(orders) if order]
+    left = sum(len(order) + sum(a % 3 == 1 for a in order) for order in orders)
+    orders = [order + [-1] for order in orders]     # -1: the rank's F and I are all placed
+    nxt = [0] * ps.P
+    pending = [collections.deque() for _ in range(ps.P)]
+    alive = [0] * ps.P
+    out = [-1] * ps.count
+    stage, last = ps.stage, ps.last
+    placed: list[list[int]] = [[] for _ in range(ps.P)]
+    peak = t = 0
     while left:
-        for r, order in orders.items():
-            head = order[nxt[r]] if nxt[r] < len(order) else None
-            ready = head is not None and all(out.get(d, t) < t for d in _inputs(head, last_stage))
-            full = head is not None and head[1] == "F" and alive[r] >= cap
+        for r in ranks:
+            n = nxt[r]
+            head = orders[r][n]
+            ready = False
+            if head >= 0:                   # every input placed (not -1) before t
+                if head % 3 == 0:
+                    ready = stage[head] == 0 or -1 < out[head - 3] < t
+                else:
+                    ready = -1 < out[head - 1] < t and (stage[head] == last
+                                                        or -1 < out[head + 3] < t)
+            full = head >= 0 and head % 3 == 0 and alive[r] >= cap
             if pending[r] and (not ready or full):
-                stage, _, mb = pending[r].pop(0)
-                out[(stage, "W", mb)] = t
+                head = pending[r].popleft() + 1
                 alive[r] -= 1
             elif ready:
-                out[head] = t
-                nxt[r] += 1
-                if head[1] == "I":
+                nxt[r] = n + 1
+                if head % 3 == 1:
                     pending[r].append(head)
-                alive[r] += head[1] == "F"
+                else:
+                    alive[r] += 1
+                    if alive[r] > peak:
+                        peak = alive[r]
             else:
                 continue
+            out[head] = t
+            placed[r].append(head)
             left -= 1
         t += 1
-    return out
+    return out, placed, peak
 
 
-def rank_orders(slots: Slots, rank_of, P: int) -> list[list[Action]]:
-    """Each rank's passes in slot order, as ``Action``s."""
-    ranks: list[list[tuple[int, Pass]]] = [[] for _ in range(P)]
-    for a, t in slots.items():
-        ranks[rank_of[a[0]]].append((t, a))
-    return [[_MAKE[k](s, mb) for _, (s, k, mb) in sorted(r)] for r in ranks]
+def rank_orders(orders: list[list[int]], ps: Passes) -> list[list[Action]]:
+    """Each rank's passes as ``Action``s. At P=64, M=256 that allocates about 200 000
+    objects (each Action and its ``__dict__``), during which the cyclic garbage collector
+    would walk the growing heap again and again (two thirds of the time here); none of them
+    can be part of a cycle, so it is paused for the loop and restored after."""
+    S, stage = ps.last + 1, ps.stage
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [[_MAKE[a % 3](stage[a], a // 3 // S) for a in order] for order in orders]
+    finally:
+        if was_enabled:
+            gc.enable()
