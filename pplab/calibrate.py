@@ -202,7 +202,8 @@ def fit_overhead(costs: Costs, makespans, iterations: int = 60,
 
     def loss(extra: float) -> float:
         c = replace(costs, fixed=costs.fixed + extra)
-        return sum(relative_error(simulate(s, c, cores=cores).makespan, m) ** 2 for s, m in makespans)
+        return sum(relative_error(simulate(s, c, cores=cores).makespan, m) ** 2
+                   for s, m in makespans)
 
     lo = -costs.fixed
     hi = max(m / max(len(ops) for ops in s.ranks) for s, m in makespans)
