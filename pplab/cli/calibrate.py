@@ -38,8 +38,11 @@ def add_arguments(p) -> None:
     p.add_argument("--cores", type=float, default=None,
                    help="CPU cores the ranks share in the fit and the table (default: this "
                         "machine's usable cores; 0: a core per rank, no sharing)")
-    p.add_argument("--no-pin", action="store_true",
-                   help="do not bind each rank to a core of its own (done when P ≤ cores)")
+    p.add_argument("--pin", action="store_true",
+                   help="bind each rank to a core of its own when P ≤ cores")
+    p.add_argument("--statistic", choices=("min", "median"), default="min",
+                   help="fit on and compare with each schedule's fastest repeat (min, the "
+                        "default: other jobs only slow runs down) or all repeats (median)")
     p.add_argument("--timeout", type=float, default=600.0, help="for the whole launch, seconds")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
@@ -82,16 +85,16 @@ def main(args) -> int:
     try:
         measured = measure(todo, args.P, args.M, args.repeats, args.steps,
                            model=model_config(args), emulate=emulate,
-                           timeout=args.timeout, progress=progress, pin=not args.no_pin)
+                           timeout=args.timeout, progress=progress, pin=args.pin)
     except RunError as e:
         print(f"pplab: calibration run failed: {e}", file=sys.stderr)
         return 1
     cores = usable_cores() if args.cores is None else (args.cores or None)
-    costs = calibrate_on(measured, names, cores=cores)
+    costs = calibrate_on(measured, names, cores=cores, statistic=args.statistic)
     out = {"costs": costs_to_dict(costs), "cores": cores, "P": args.P, "M": args.M,
            "fitted_on": names, "repeats": args.repeats, "emulate": emulate,
-           "pinned": not args.no_pin}
-    rows = comparison(measured, costs, cores=cores) if args.table else []
+           "pinned": args.pin, "statistic": args.statistic}
+    rows = comparison(measured, costs, cores, args.statistic) if args.table else []
     if args.out:
         with open(args.out, "w") as f:
             json.dump(out, f, indent=1)
