@@ -57,7 +57,7 @@ def usable_cores() -> int:
 def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int = 3,
             model: TinyConfig | None = None, emulate: dict | None = None,
             timeout: float = 600.0, progress: Callable[[str], None] | None = None,
-            pin: bool = True) -> dict[str, list[Timeline]]:
+            pin: bool = False) -> dict[str, list[Timeline]]:
     """Measured timelines (the last step of each run), ``repeats`` runs per schedule.
 
     All runs go into one ``run_many`` launch, round-robin (every schedule once, then again),
@@ -109,7 +109,7 @@ def _check_statistic(statistic: str) -> None:
 
 
 def calibrate_on(measured: dict[str, list[Timeline]], names: Sequence[str],
-                 cores=RECORDED, statistic: str = "median") -> Costs:
+                 cores=RECORDED, statistic: str = "min") -> Costs:
     """Fit ``Costs`` to the timelines of ``names`` in ``measured`` (all of them, or with
     ``statistic="min"`` each schedule's fastest), the ranks sharing ``cores`` CPU cores
     (default: as recorded by ``measure``; None: a core each)."""
@@ -128,7 +128,7 @@ def default_costs_like(costs: Costs) -> Costs:
 
 
 def comparison(measured: dict[str, list[Timeline]], calibrated: Costs,
-               cores=RECORDED, statistic: str = "median") -> list[dict]:
+               cores=RECORDED, statistic: str = "min") -> list[dict]:
     """One row per schedule: measured makespan (``statistic`` of the repeats), simulated with
     the default costs (a core per rank, as the simulator's default) and with the calibrated
     costs on ``cores`` shared cores (as for ``calibrate_on``), and both relative errors
