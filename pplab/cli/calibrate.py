@@ -5,7 +5,8 @@ two chunk sizes) are measured ``--repeats`` times; ``pplab.calibrate.fit_costs``
 timelines into ``Costs``. ``--out FILE`` writes them for ``pplab simulate --costs FILE``;
 ``--table`` also runs every built-in schedule at this P and prints measured vs simulated.
 The ranks share this machine's cores, so the fit and the table simulate them sharing as many
-(``--cores``, default the usable cores; the number is written to the file too).
+(``--cores``, default the usable cores, none for emulated runs, which sleep; the number is
+written to the file too).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def add_arguments(p) -> None:
                    help="write the fitted costs as JSON (read by pplab simulate --costs)")
     p.add_argument("--cores", type=float, default=None,
                    help="CPU cores the ranks share in the fit and the table (default: this "
-                        "machine's usable cores; 0: a core per rank, no sharing)")
+                        "machine's usable cores, none with --emulate; 0: a core per rank)")
     p.add_argument("--pin", action="store_true",
                    help="bind each rank to a core of its own when P ≤ cores")
     p.add_argument("--statistic", choices=("min", "median"), default="min",
@@ -77,7 +78,7 @@ def main(args) -> int:
     from ..calibrate import costs_to_dict
     from ..runtime import RunError
     from ..runtime.calibration import calibrate_on, comparison, measure, runnable_schedules, \
-        table_text, usable_cores
+        recorded_cores, table_text
     emulate = cost_values(args, "tf", "tb", "tw") if args.emulate else None
     progress = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     todo = runnable_schedules(args.P, args.M) if args.table else names
@@ -89,7 +90,7 @@ def main(args) -> int:
     except RunError as e:
         print(f"pplab: calibration run failed: {e}", file=sys.stderr)
         return 1
-    cores = usable_cores() if args.cores is None else (args.cores or None)
+    cores = recorded_cores(measured) if args.cores is None else (args.cores or None)
     costs = calibrate_on(measured, names, cores=cores, statistic=args.statistic)
     out = {"costs": costs_to_dict(costs), "cores": cores, "P": args.P, "M": args.M,
            "fitted_on": names, "repeats": args.repeats, "emulate": emulate,

@@ -7,7 +7,8 @@ load at that moment. Measured makespans are medians over the repeats.
 
 Ranks share this machine's cores (``os.sched_getaffinity``): ``measure`` writes that number
 into each timeline's ``meta["cores"]``, and the fit and the comparison simulate with it
-(``pplab.contention``) unless told otherwise, as simulated timelines carry theirs.
+(``pplab.contention``) unless told otherwise, as simulated timelines carry theirs. Runs with
+emulated durations record none: they sleep most of each op, and a sleeping rank uses no core.
 """
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int =
         progress(f"{len(order)} runs ({repeats} of each of {len(names)} schedule(s)) at "
                  f"P={P}, M={M} in one torchrun launch")
     out: dict[str, list[Timeline]] = {n: [] for n in names}
-    cores = usable_cores()
+    cores = None if emulate else usable_cores()     # emulated time is a sleep: no core
     for name, res in zip(order, run_many([(n, opts) for n in order], P, timeout=timeout)):
         res.timeline.meta["cores"] = cores
         out[name].append(res.timeline)
