@@ -23,7 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("-M", type=int, default=8, help="microbatches per step")
     p.add_argument("--on", default="1f1b,interleaved,zbv", metavar="NAMES",
                    help="comma-separated schedules to fit on (default 1f1b,interleaved,zbv)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per schedule (default 3)")
+    p.add_argument("--repeats", type=int, default=5, help="runs per schedule (default 5)")
     p.add_argument("--steps", type=int, default=3, help="steps per run; the last is timed")
     p.add_argument("--table", action="store_true",
                    help="also run every built-in schedule at this P: measured vs simulated")
