@@ -1,11 +1,13 @@
 """Measured vs simulated makespans, before and after ``pplab calibrate``, for docs/calibration.md.
 
-For each P: ``--repeats`` launches (``run_many``: one torchrun start per repeat) of every
-built-in schedule at that P, M = 8, the tiny default model; costs fitted on the
-calibration schedules (1f1b, interleaved, zbv) of the same launches; then, per schedule,
-the median measured makespan against the simulator with the default cost shape (tb = 2·tf,
-no comm, no fixed; tf the fitted forward time) and with the calibrated costs.
-Run: .venv/bin/python benchmarks/bench_calibration.py [--P 2 4] [--repeats 5] [--emulate]
+For each P: one torchrun launch (``run_many``) of every built-in schedule at that P, M = 8,
+``--repeats`` times round-robin, the tiny default model unless ``--model``; costs fitted on
+the calibration schedules (1f1b, interleaved, zbv) of the same launch, with the ranks sharing
+this machine's cores (``pplab.contention``) and, for comparison, without; then, per schedule,
+the measured makespan (median of the repeats, then the fastest repeat, the fit using only
+the fastest repeats) against the simulator with the default cost shape (tb = 2·tf, no comm,
+no fixed; tf the fitted forward time) and with the calibrated costs.
+Run: .venv/bin/python benchmarks/bench_calibration.py [--P 2 4] [--repeats 20] [--emulate]
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import statistics
 from pplab.calibrate import costs_to_dict
 from pplab.runtime.model import TinyConfig
 from pplab.runtime.calibration import (CALIBRATION_SCHEDULES, calibrate_on, comparison,
-                                       measure, runnable_schedules, table_text)
+                                       measure, runnable_schedules, STATISTICS,
+                                       table_text, usable_cores)
 
 EMULATED = {"tf": 0.02, "tb": 0.04, "tw": 0.015}
 
@@ -31,46 +34,59 @@ def machine_line() -> str:
             f"load average {load} (1, 5, 15 min)")
 
 
-def one_P(P: int, M: int, repeats: int, steps: int, emulate: dict | None,
-          model: TinyConfig) -> list[dict]:
-    names = runnable_schedules(P, M)
-    measured = measure(names, P, M, repeats, steps, model=model, emulate=emulate,
-                       progress=lambda m: print(f"  {m}", flush=True))
-    costs = calibrate_on(measured, CALIBRATION_SCHEDULES)
-    print(f"P={P}: calibrated on {', '.join(CALIBRATION_SCHEDULES)}: " + ", ".join(
-        f"{k}={v * 1e3:.3f} ms" for k, v in costs_to_dict(costs).items()))
-    return comparison(measured, costs)
+def rows_for(P: int, measured: dict, statistic: str) -> list[dict]:
+    """Fit with the shared-core model (the calibrated column) and without it (per-op costs
+    only, the 'per-op fit' column); compare on ``statistic`` of the repeats."""
+    costs = calibrate_on(measured, CALIBRATION_SCHEDULES, statistic=statistic)
+    flat = calibrate_on(measured, CALIBRATION_SCHEDULES, cores=None, statistic=statistic)
+    for label, c in (("shared cores", costs), ("per-op only", flat)):
+        print(f"P={P}, {statistic}: fitted ({label}): " + ", ".join(
+            f"{k}={v * 1e3:.3f} ms" for k, v in costs_to_dict(c).items()))
+    rows = comparison(measured, costs, statistic=statistic)
+    for r, f in zip(rows, comparison(measured, flat, cores=None, statistic=statistic)):
+        r["flat_s"], r["flat_error"] = f["calibrated_s"], f["calibrated_error"]
+    return rows
+
+
+def summary(rows: list[dict]) -> None:
+    for P in sorted({r["P"] for r in rows}):
+        mine = [r for r in rows if r["P"] == P]
+        for key in ("default_error", "flat_error", "calibrated_error"):
+            errs = [abs(r[key]) for r in mine]
+            print(f"P={P} {key.split('_')[0]:>10}: |error| median {statistics.median(errs):.1%}"
+                  f", max {max(errs):.1%}, ≤ 10 % on {sum(e <= 0.10 for e in errs)}/{len(errs)}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--P", type=int, nargs="+", default=[2, 4])
     ap.add_argument("-M", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--model", default="", metavar="K=V,...",
                     help="TinyConfig fields, e.g. hidden=256,heads=8,ffn=1024,seq=128")
     ap.add_argument("--emulate", action="store_true",
                     help=f"add emulated op durations {EMULATED} (seconds per chunk)")
+    ap.add_argument("--pin", action="store_true",
+                    help="bind each rank to a core of its own when P ≤ cores")
     args = ap.parse_args()
     emulate = dict(EMULATED) if args.emulate else None
     model = TinyConfig(**{k: int(v) for k, v in (kv.split("=") for kv in
                                                     args.model.split(",") if kv)})
-    print(f"before: {machine_line()}")
-    rows = []
+    print(f"model {model}, usable cores {usable_cores()}, pinned: {args.pin}; M={args.M}, "
+          f"{args.repeats} repeats, the last of {args.steps} steps timed"
+          + (f", emulated {EMULATED}" if emulate else ", real compute (no emulation)"))
+    measured = {}
     for P in args.P:
-        rows += one_P(P, args.M, args.repeats, args.steps, emulate, model)
-    print(f"after: {machine_line()}")
-    print(f"model {model}")
-    print(f"M={args.M}, {args.repeats} repeats, median makespan of the last of {args.steps} "
-          f"steps" + (f", emulated {EMULATED}" if emulate else ", real compute (no emulation)"))
-    print(table_text(rows))
-    for P in args.P:
-        mine = [r for r in rows if r["P"] == P]
-        for key in ("default_error", "calibrated_error"):
-            errs = [abs(r[key]) for r in mine]
-            print(f"P={P} {key.split('_')[0]:>10}: |error| median {statistics.median(errs):.1%}"
-                  f", max {max(errs):.1%}, ≤ 10 % on {sum(e <= 0.10 for e in errs)}/{len(errs)}")
+        print(f"P={P} before: {machine_line()}", flush=True)
+        measured[P] = measure(runnable_schedules(P, args.M), P, args.M, args.repeats,
+                              args.steps, model=model, emulate=emulate, pin=args.pin,
+                              progress=lambda m: print(f"  {m}", flush=True))
+        print(f"P={P} after: {machine_line()}", flush=True)
+    for statistic in STATISTICS:
+        rows = [r for P in args.P for r in rows_for(P, measured[P], statistic)]
+        print(table_text(rows))
+        summary(rows)
 
 
 if __name__ == "__main__":

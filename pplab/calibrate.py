@@ -18,9 +18,15 @@ Three kinds of observation, each read straight off a measured ``Timeline``:
   producer's end. The median, less the dispatch gap already counted in ``fixed``, is
   ``comm``. Medians, not means, because a descheduled process (other jobs on the cores)
   makes these two heavy-tailed.
+
+With ``cores`` (the ranks shared that many CPU cores, ``pplab.contention``) an op's measured
+length is first turned into its length alone on a core: while ``k`` ops ran at once (read
+off the same timeline) it progressed at ``min(1, cores / k)``, so its work is that rate
+integrated over the op. The fit then recovers the costs the contention executor was given.
 """
 from __future__ import annotations
 
+import bisect
 import json
 import statistics
 from dataclasses import dataclass, field, replace
@@ -42,6 +48,7 @@ class Observations:
     latencies: list[float] = field(default_factory=list)
     makespans: list[tuple[object, float]] = field(default_factory=list)  # (schedule, s)
     fractions: set[float] = field(default_factory=set)    # chunk sizes seen (fixed needs 2)
+    cores: float | None = None                    # the ranks shared this many cores
 
 
 def chunk_fraction(schedule, op) -> float:
@@ -54,12 +61,44 @@ def _op_row(schedule, op) -> tuple[float, ...]:
     return tuple(c * chunk_fraction(schedule, op) for c in KIND_ROWS[op.kind]) + (1.0,)
 
 
-def observe(timeline: Timeline, into: Observations | None = None) -> Observations:
-    """Add one measured timeline's op durations, gaps, latencies and makespan to ``into``."""
+class SharedCores:
+    """How fast one more op would have run at each moment of a timeline whose ranks shared
+    ``cores`` cores: ``work(start, end)`` is ``min(1, cores / k)`` integrated over the
+    interval, ``k`` the ops running then (counting one more with ``extra=1``)."""
+
+    def __init__(self, timeline: Timeline, cores: float):
+        self.cores = cores
+        self.times = sorted({x for e in timeline.events for x in (e.start, e.end)})
+        delta = [0] * (len(self.times) + 1)
+        for e in timeline.events:
+            delta[bisect.bisect_left(self.times, e.start)] += 1
+            delta[bisect.bisect_left(self.times, e.end)] -= 1
+        self.running, k = [], 0                    # ops running in [times[i], times[i+1])
+        for d in delta[:-1]:
+            k += d
+            self.running.append(k)
+
+    def work(self, start: float, end: float, extra: int = 0) -> float:
+        i = max(0, bisect.bisect_right(self.times, start) - 1)
+        total = 0.0
+        while i < len(self.times) - 1 and self.times[i] < end:
+            lo, hi = max(start, self.times[i]), min(end, self.times[i + 1])
+            k = self.running[i] + extra
+            if hi > lo:
+                total += (hi - lo) * (min(1.0, self.cores / k) if k else 1.0)
+            i += 1
+        return total + max(0.0, end - max(start, self.times[-1]))
+
+
+def observe(timeline: Timeline, into: Observations | None = None,
+            cores: float | None = None) -> Observations:
+    """Add one measured timeline's op durations, gaps, latencies and makespan to ``into``;
+    with ``cores``, durations and gaps as they would be alone on a core (module docstring)."""
     obs = into if into is not None else Observations()
     schedule = timeline.schedule
     if schedule is None:
         raise ValueError("calibration needs timelines that carry their schedule")
+    shared = SharedCores(timeline, cores) if cores is not None else None
     ends = {}                                       # action -> (rank, end)
     for e in timeline.events:
         for a in e.op.parts:
@@ -67,17 +106,20 @@ def observe(timeline: Timeline, into: Observations | None = None) -> Observation
     for rank in range(timeline.num_ranks):
         prev_end = None
         for e in timeline.rank_events(rank):
-            obs.rows.append((_op_row(schedule, e.op), e.duration))
+            obs.rows.append((_op_row(schedule, e.op),
+                             shared.work(e.start, e.end) if shared else e.duration))
             obs.fractions.add(chunk_fraction(schedule, e.op))
             remote = [ends[d] for a in e.op.parts for d in _inputs(schedule, a)
                       if d in ends and ends[d][0] != rank]
             ready = max((end for _, end in remote), default=None)
             if prev_end is not None and (ready is None or ready < prev_end):
-                obs.gaps.append(e.start - prev_end)          # the input was already there
+                obs.gaps.append(shared.work(prev_end, e.start, 1) if shared   # input there
+                                else e.start - prev_end)
             elif ready is not None and (prev_end is None or ready >= prev_end):
                 obs.latencies.append(e.start - ready)        # this rank waited for a message
             prev_end = e.end
     obs.makespans.append((schedule, timeline.makespan))
+    obs.cores = cores
     return obs
 
 
@@ -147,18 +189,21 @@ def relative_error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured
 
 
-def fit_overhead(costs: Costs, makespans, iterations: int = 60) -> Costs:
+def fit_overhead(costs: Costs, makespans, iterations: int = 60,
+                 cores: float | None = None) -> Costs:
     """The makespan part of the fit: one more per-op overhead, added to ``fixed``, that the
     op durations cannot see (a process descheduled between ops, the dispatch loop), chosen
     to minimise the squared relative makespan errors of the calibration runs. The simulated
     makespan is piecewise linear and non-decreasing in it, so a golden-section search on
-    an interval finds it; the extra may be negative down to ``-fixed``."""
+    an interval finds it; the extra may be negative down to ``-fixed``. ``cores``: simulate
+    with the ranks sharing that many cores, as the measured runs did."""
     if not makespans:
         return costs
 
     def loss(extra: float) -> float:
         c = replace(costs, fixed=costs.fixed + extra)
-        return sum(relative_error(simulate(s, c).makespan, m) ** 2 for s, m in makespans)
+        return sum(relative_error(simulate(s, c, cores=cores).makespan, m) ** 2
+                   for s, m in makespans)
 
     lo = -costs.fixed
     hi = max(m / max(len(ops) for ops in s.ranks) for s, m in makespans)
@@ -178,17 +223,18 @@ def fit_overhead(costs: Costs, makespans, iterations: int = 60) -> Costs:
     return replace(costs, fixed=max(0.0, costs.fixed + extra))
 
 
-def fit_costs(timelines, use_makespans: bool = True) -> Costs:
-    """The calibrated ``Costs`` for a list of measured timelines (see the module docstring)."""
+def fit_costs(timelines, use_makespans: bool = True, cores: float | None = None) -> Costs:
+    """The calibrated ``Costs`` for a list of measured timelines (see the module docstring);
+    ``cores``: the runs' ranks shared that many CPU cores (None: a core each)."""
     obs = Observations()
     for tl in timelines:
-        observe(tl, obs)
+        observe(tl, obs, cores)
     times = fit_op_times(obs)
     gap = max(0.0, statistics.median(obs.gaps)) if obs.gaps else 0.0
     latency = statistics.median(obs.latencies) if obs.latencies else 0.0
     costs = Costs(tf=times["tf"], tb=times["tb"], tw=times["tw"],
                   fixed=times["fixed"] + gap, comm=max(0.0, latency - gap))
-    return fit_overhead(costs, obs.makespans) if use_makespans else costs
+    return fit_overhead(costs, obs.makespans, cores=cores) if use_makespans else costs
 
 
 # ---- files ----------------------------------------------------------------------------------
@@ -199,6 +245,16 @@ def costs_to_dict(costs: Costs) -> dict:
     """The JSON form of a ``Costs`` (seconds), which ``load_costs`` reads back."""
     d = {k: getattr(costs, k) for k in COST_FIELDS}
     return {k: v for k, v in d.items() if v is not None}
+
+
+def load_cores(path: str) -> float | None:
+    """The ``cores`` a ``pplab calibrate --out`` file was fitted with (None: not shared)."""
+    with open(path) as f:
+        d = json.load(f)
+    cores = d.get("cores") if isinstance(d, dict) else None
+    if cores is not None and not (isinstance(cores, (int, float)) and cores > 0):
+        raise ValueError(f"costs file {path!r}: cores must be a positive number, got {cores!r}")
+    return cores
 
 
 def load_costs(path: str) -> Costs:

@@ -235,11 +235,13 @@ def _describe_deadlock(schedule, pointer, owner, stuck) -> str:
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = "auto",
-             network=None, **cost_kw) -> Timeline:
+             network=None, cores: float | None = None, **cost_kw) -> Timeline:
     """Simulate ``schedule`` under ``costs`` (or keyword costs, e.g. ``tf=1, tb=2``);
     ``executor`` as for :func:`execute` (every choice gives the same timeline).
     ``network``: a ``pplab.streams.Link``, to play the lowered lists with communication as
-    its own stream instead (``costs.comm`` is then unused: the link's latency is the hop)."""
+    its own stream instead (``costs.comm`` is then unused: the link's latency is the hop).
+    ``cores``: the ranks share that many CPU cores (``pplab.contention``); None, the
+    default, gives each rank its own. The two models are separate: give one or neither."""
     if costs is None:
         costs = Costs(**cost_kw)
     elif cost_kw:
@@ -248,11 +250,28 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = 
         raise ValueError(f"stage_scale has {len(costs.stage_scale)} entries but the schedule has "
                          f"{schedule.num_stages} stages")
     if network is not None:           # duck-typed: the stream model imports this module
+        if cores is not None:
+            raise ValueError("give either network= (communication streams) or cores= (shared "
+                             "CPU cores), not both: the two models are not combined")
         return network.simulate(schedule, costs)
-    events = execute(schedule, costs.duration_fn(schedule), costs.comm, executor, by_class=True)
+    if cores is None:
+        events = execute(schedule, costs.duration_fn(schedule), costs.comm, executor,
+                         by_class=True)
+    else:
+        events = _shared_cores(schedule, costs, cores)
+    meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
+            "costs": _costs_dict(costs)}
     return Timeline(schedule.P, events, "simulated", schedule,
-                    {"schedule": schedule.name, "P": schedule.P, "M": schedule.M,
-                     "V": schedule.V, "costs": _costs_dict(costs)})
+                    meta if cores is None else dict(meta, cores=cores))
+
+
+def _shared_cores(schedule: Schedule, costs: Costs, cores: float) -> list[Event]:
+    """The contention executor's events; the reference raises for a schedule it cannot run."""
+    from . import contention
+    duration = costs.duration_fn(schedule)
+    events = contention.execute(schedule, duration, costs.comm,
+                                contention.check_cores(cores), _compile(schedule))
+    return events if events is not None else execute_reference(schedule, duration, costs.comm)
 
 
 def _costs_dict(c: Costs) -> dict:

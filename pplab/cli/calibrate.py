@@ -4,6 +4,9 @@ A few real ``pplab run`` jobs (``--on``, default 1f1b, interleaved and zbv: ever
 two chunk sizes) are measured ``--repeats`` times; ``pplab.calibrate.fit_costs`` turns their
 timelines into ``Costs``. ``--out FILE`` writes them for ``pplab simulate --costs FILE``;
 ``--table`` also runs every built-in schedule at this P and prints measured vs simulated.
+The ranks share this machine's cores, so the fit and the table simulate them sharing as many
+(``--cores``, default the usable cores, none for emulated runs, which sleep; the number is
+written to the file too).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("-M", type=int, default=8, help="microbatches per step")
     p.add_argument("--on", default="1f1b,interleaved,zbv", metavar="NAMES",
                    help="comma-separated schedules to fit on (default 1f1b,interleaved,zbv)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per schedule (default 3)")
+    p.add_argument("--repeats", type=int, default=5, help="runs per schedule (default 5)")
     p.add_argument("--steps", type=int, default=3, help="steps per run; the last is timed")
     p.add_argument("--table", action="store_true",
                    help="also run every built-in schedule at this P: measured vs simulated")
@@ -33,6 +36,14 @@ def add_arguments(p) -> None:
                        help=help_)
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write the fitted costs as JSON (read by pplab simulate --costs)")
+    p.add_argument("--cores", type=float, default=None,
+                   help="CPU cores the ranks share in the fit and the table (default: this "
+                        "machine's usable cores, none with --emulate; 0: a core per rank)")
+    p.add_argument("--pin", action="store_true",
+                   help="bind each rank to a core of its own when P ≤ cores")
+    p.add_argument("--statistic", choices=("min", "median"), default="min",
+                   help="fit on and compare with each schedule's fastest repeat (min, the "
+                        "default: other jobs only slow runs down) or all repeats (median)")
     p.add_argument("--timeout", type=float, default=600.0, help="for the whole launch, seconds")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
@@ -45,6 +56,8 @@ def _check(args) -> list[str]:
     if args.M < 1 or args.repeats < 1 or args.steps < 1:
         raise ValueError(f"-M, --repeats and --steps must be ≥ 1, got {args.M}, "
                          f"{args.repeats}, {args.steps}")
+    if args.cores is not None and not args.cores >= 0:
+        raise ValueError(f"--cores must be ≥ 0 (0: a core per rank), got {args.cores}")
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
     if not args.emulate and (args.tf, args.tb, args.tw) != (0.02, 0.04, 0.0):
@@ -65,7 +78,7 @@ def main(args) -> int:
     from ..calibrate import costs_to_dict
     from ..runtime import RunError
     from ..runtime.calibration import calibrate_on, comparison, measure, runnable_schedules, \
-        table_text
+        recorded_cores, table_text
     emulate = cost_values(args, "tf", "tb", "tw") if args.emulate else None
     progress = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     todo = runnable_schedules(args.P, args.M) if args.table else names
@@ -73,14 +86,16 @@ def main(args) -> int:
     try:
         measured = measure(todo, args.P, args.M, args.repeats, args.steps,
                            model=model_config(args), emulate=emulate,
-                           timeout=args.timeout, progress=progress)
+                           timeout=args.timeout, progress=progress, pin=args.pin)
     except RunError as e:
         print(f"pplab: calibration run failed: {e}", file=sys.stderr)
         return 1
-    costs = calibrate_on(measured, names)
-    out = {"costs": costs_to_dict(costs), "P": args.P, "M": args.M, "fitted_on": names,
-           "repeats": args.repeats, "emulate": emulate}
-    rows = comparison(measured, costs) if args.table else []
+    cores = recorded_cores(measured) if args.cores is None else (args.cores or None)
+    costs = calibrate_on(measured, names, cores=cores, statistic=args.statistic)
+    out = {"costs": costs_to_dict(costs), "cores": cores, "P": args.P, "M": args.M,
+           "fitted_on": names, "repeats": args.repeats, "emulate": emulate,
+           "pinned": args.pin, "statistic": args.statistic}
+    rows = comparison(measured, costs, cores, args.statistic) if args.table else []
     if args.out:
         with open(args.out, "w") as f:
             json.dump(out, f, indent=1)
@@ -89,7 +104,8 @@ def main(args) -> int:
         return 0
     print("calibrated costs (seconds): " + ", ".join(
         f"{k}={v * 1e3:.3f} ms" for k, v in out["costs"].items()))
-    print(f"fitted on {', '.join(names)} at P={args.P}, M={args.M}, {args.repeats} repeat(s)"
+    print(f"fitted on {', '.join(names)} at P={args.P}, M={args.M}, {args.repeats} repeat(s), "
+          f"ranks sharing {cores or 'a core each, not'} cores"
           + (f"; written to {args.out} (pplab simulate --costs {args.out})" if args.out else ""))
     if rows:
         print(table_text(rows))

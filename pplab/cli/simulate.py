@@ -22,6 +22,9 @@ def add_arguments(p) -> None:
     add_cost_arguments(p, **COST_DEFAULTS)
     p.add_argument("--costs", metavar="FILE", default=None,
                    help="costs from a JSON file (pplab calibrate --out FILE), not the flags")
+    p.add_argument("--cores", type=float, default=None,
+                   help="the ranks share this many CPU cores (default: a core each, or the "
+                        "number in the --costs file)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--plot", metavar="PNG", help="save the timeline drawing")
     p.add_argument("--trace", metavar="JSON", help="save a Chrome/Perfetto trace")
@@ -33,6 +36,7 @@ def result_dict(schedule, timeline) -> dict:
             "bubble_ratio": timeline.bubble_ratio,
             "bubble_rate_span": timeline.bubble_rate_span, "peak_inflight": timeline.peak_inflight,
             "busy": timeline.busy, "costs": timeline.meta.get("costs"),
+            "cores": timeline.meta.get("cores"),
             "stage_to_rank": list(schedule.stage_to_rank),
             "ranks": schedule.rank_texts(),
             "events": [e.to_dict() for e in sorted(timeline.events,
@@ -53,7 +57,11 @@ def _costs(args) -> Costs:
 def main(args) -> int:
     schedule = make_schedule(args.schedule, args.P, args.M, args.V)
     costs = _costs(args)
-    timeline = simulate(schedule, costs)
+    cores = args.cores
+    if cores is None and args.costs is not None:
+        from ..calibrate import load_cores
+        cores = load_cores(args.costs)
+    timeline = simulate(schedule, costs, cores=cores)
     if args.plot:
         from ..draw import draw_timeline
         draw_timeline(timeline).savefig(args.plot, dpi=110, bbox_inches="tight")

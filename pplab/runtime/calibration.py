@@ -4,9 +4,15 @@
 Every repeat is one ``run_many`` launch at one P (one torchrun start-up for all its
 schedules), so the calibration runs and the runs it is checked against share a machine's
 load at that moment. Measured makespans are medians over the repeats.
+
+Ranks share this machine's cores (``os.sched_getaffinity``): ``measure`` writes that number
+into each timeline's ``meta["cores"]``, and the fit and the comparison simulate with it
+(``pplab.contention``) unless told otherwise, as simulated timelines carry theirs. Runs with
+emulated durations record none: they sleep most of each op, and a sleeping rank uses no core.
 """
 from __future__ import annotations
 
+import os
 import statistics
 from typing import Callable, Sequence
 
@@ -44,18 +50,24 @@ def check_names(names: Sequence[str], P: int, M: int) -> list[str]:
     return out
 
 
+def usable_cores() -> int:
+    """CPU cores this process (and the ranks it starts) may run on."""
+    return len(os.sched_getaffinity(0))
+
+
 def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int = 3,
             model: TinyConfig | None = None, emulate: dict | None = None,
-            timeout: float = 600.0,
-            progress: Callable[[str], None] | None = None) -> dict[str, list[Timeline]]:
+            timeout: float = 600.0, progress: Callable[[str], None] | None = None,
+            pin: bool = False) -> dict[str, list[Timeline]]:
     """Measured timelines (the last step of each run), ``repeats`` runs per schedule.
 
     All runs go into one ``run_many`` launch, round-robin (every schedule once, then again),
     so one torchrun start-up serves them all and a burst of load from other jobs hits every
-    schedule alike rather than one schedule's repeats."""
+    schedule alike rather than one schedule's repeats. ``pin``: each rank on a core of its
+    own when there are at least P (``RunConfig.pin``)."""
     if repeats < 1 or steps < 1:
         raise ValueError(f"repeats and steps must be ≥ 1, got {repeats} and {steps}")
-    opts = dict(M=M, steps=steps, check=False, emulate=emulate)
+    opts = dict(M=M, steps=steps, check=False, emulate=emulate, pin=pin)
     if model is not None:
         opts["model"] = model
     order = [n for _ in range(repeats) for n in names]
@@ -63,14 +75,49 @@ def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int =
         progress(f"{len(order)} runs ({repeats} of each of {len(names)} schedule(s)) at "
                  f"P={P}, M={M} in one torchrun launch")
     out: dict[str, list[Timeline]] = {n: [] for n in names}
+    cores = None if emulate else usable_cores()     # emulated time is a sleep: no core
     for name, res in zip(order, run_many([(n, opts) for n in order], P, timeout=timeout)):
+        res.timeline.meta["cores"] = cores
         out[name].append(res.timeline)
     return out
 
 
-def calibrate_on(measured: dict[str, list[Timeline]], names: Sequence[str]) -> Costs:
-    """Fit ``Costs`` to every timeline of ``names`` in ``measured``."""
-    return fit_costs([tl for n in names for tl in measured[n]])
+#: ``cores=RECORDED``: the cores the measured timelines say their ranks shared
+RECORDED = "recorded"
+
+
+def recorded_cores(measured: dict[str, list[Timeline]], cores=RECORDED) -> float | None:
+    """``cores`` unless it is ``RECORDED``; then the timelines' ``meta["cores"]`` (None:
+    a core per rank, as in the simulator's default)."""
+    if cores != RECORDED:
+        return cores
+    found = {tl.meta.get("cores") for tls in measured.values() for tl in tls}
+    if len(found) > 1:
+        raise ValueError(f"the timelines record different core counts {sorted(found)}: "
+                         "give cores=")
+    return found.pop() if found else None
+
+
+#: how one number per schedule is read off its repeats: "median" makespan, or the "min" —
+#: other jobs on the cores only ever slow a run down, so the fastest repeat is the one
+#: least disturbed (the fit then uses only each schedule's fastest repeat, too)
+STATISTICS = ("median", "min")
+
+
+def _check_statistic(statistic: str) -> None:
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+
+
+def calibrate_on(measured: dict[str, list[Timeline]], names: Sequence[str],
+                 cores=RECORDED, statistic: str = "min") -> Costs:
+    """Fit ``Costs`` to the timelines of ``names`` in ``measured`` (all of them, or with
+    ``statistic="min"`` each schedule's fastest), the ranks sharing ``cores`` CPU cores
+    (default: as recorded by ``measure``; None: a core each)."""
+    _check_statistic(statistic)
+    chosen = [tl for n in names for tl in (measured[n] if statistic == "median" else
+                                           [min(measured[n], key=lambda t: t.makespan)])]
+    return fit_costs(chosen, cores=recorded_cores(measured, cores))
 
 
 def default_costs_like(costs: Costs) -> Costs:
@@ -81,33 +128,45 @@ def default_costs_like(costs: Costs) -> Costs:
     return Costs(tf=unit, tb=2 * unit)
 
 
-def comparison(measured: dict[str, list[Timeline]], calibrated: Costs) -> list[dict]:
-    """One row per schedule: median measured makespan, simulated with the default and the
-    calibrated costs, and both relative errors (simulated − measured) ÷ measured."""
+def comparison(measured: dict[str, list[Timeline]], calibrated: Costs,
+               cores=RECORDED, statistic: str = "min") -> list[dict]:
+    """One row per schedule: measured makespan (``statistic`` of the repeats), simulated with
+    the default costs (a core per rank, as the simulator's default) and with the calibrated
+    costs on ``cores`` shared cores (as for ``calibrate_on``), and both relative errors
+    (simulated − measured) ÷ measured."""
+    _check_statistic(statistic)
     default = default_costs_like(calibrated)
+    cores = recorded_cores(measured, cores)
+    pick = statistics.median if statistic == "median" else min
     rows = []
     for name, timelines in measured.items():
         schedule = timelines[0].schedule
-        real = statistics.median(tl.makespan for tl in timelines)
+        real = pick(tl.makespan for tl in timelines)
         sim_default = simulate(schedule, default).makespan
-        sim_calibrated = simulate(schedule, calibrated).makespan
+        sim_calibrated = simulate(schedule, calibrated, cores=cores).makespan
         rows.append({"schedule": name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
                      "measured_s": real, "runs": len(timelines),
                      "spread": (max(tl.makespan for tl in timelines)
                                 - min(tl.makespan for tl in timelines)) / real,
                      "default_s": sim_default, "calibrated_s": sim_calibrated,
                      "default_error": relative_error(sim_default, real),
-                     "calibrated_error": relative_error(sim_calibrated, real)})
+                     "calibrated_error": relative_error(sim_calibrated, real),
+                     "cores": cores, "statistic": statistic})
     return rows
 
 
 def table_text(rows: list[dict]) -> str:
-    """The comparison as a Markdown table (milliseconds, errors in percent)."""
-    lines = ["| schedule | P | measured ms (spread) | default ms | error | calibrated ms | "
-             "error |", "|---|---|---|---|---|---|---|"]
+    """The comparison as a Markdown table (milliseconds, errors in percent); rows that carry
+    ``flat_s`` (costs fitted without the shared-core model) get that column too."""
+    flat = bool(rows) and "flat_s" in rows[0]
+    which = "fastest" if rows and rows[0].get("statistic") == "min" else "median"
+    lines = [f"| schedule | P | {which} measured ms (spread) | default ms | error | "
+             + ("per-op fit ms | error | " if flat else "") + "calibrated ms | error |",
+             "|---|---|---|---|---|---|---|" + ("---|---|" if flat else "")]
     for r in rows:
-        lines.append(f"| {r['schedule']} | {r['P']} | {r['measured_s'] * 1e3:.1f} "
-                     f"(±{r['spread'] * 50:.0f} %) | {r['default_s'] * 1e3:.1f} | "
-                     f"{r['default_error'] * 100:+.1f} % | {r['calibrated_s'] * 1e3:.1f} | "
-                     f"{r['calibrated_error'] * 100:+.1f} % |")
+        cols = [r["schedule"], str(r["P"]), f"{r['measured_s'] * 1e3:.1f} "
+                f"(±{r['spread'] * 50:.0f} %)"]
+        for key in ("default", "flat", "calibrated") if flat else ("default", "calibrated"):
+            cols += [f"{r[key + '_s'] * 1e3:.1f}", f"{r[key + '_error'] * 100:+.1f} %"]
+        lines.append("| " + " | ".join(cols) + " |")
     return "\n".join(lines)

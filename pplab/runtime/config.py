@@ -2,6 +2,7 @@
 file with ``to_dict``, and read back once by every rank with ``from_dict``."""
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field, fields
 
 from ..ir import Schedule
@@ -52,6 +53,16 @@ class RunConfig:
     fault: dict | None = None            # tests: {"rank": r, "op": i, "kind": "raise"|"kill"}
     save_checkpoint: str | None = None
     load_checkpoint: str | None = None
+    pin: bool = False                    # one CPU core per local rank, when there are enough
+
+    def pin_rank(self) -> None:
+        """With ``pin``: bind this process to its own core (LOCAL_RANK-th of the usable ones)
+        when the node has a core per local rank, so the OS does not migrate ranks (timing
+        runs for ``pplab calibrate``); otherwise leave the scheduler free."""
+        cpus = sorted(os.sched_getaffinity(0))
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+        if self.pin and 1 < local_world <= len(cpus):
+            os.sched_setaffinity(0, {cpus[int(os.environ.get("LOCAL_RANK", 0))]})
 
     def validate(self) -> None:
         _one_of("recompute", self.recompute, RECOMPUTE)

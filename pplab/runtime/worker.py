@@ -346,6 +346,7 @@ class RankRunner:
 # ---- a run: steps, gathering, the summary rank 0 writes ------------------------------------
 def _do_run(spec: RunSpec, rank: int, world: int, device, wd: Watchdog, offset: float,
             progress, writes_results: bool) -> None:
+    spec.config.pin_rank()
     runner = RankRunner(spec, rank, world, device, wd, offset)
     steps, record = spec.config.steps, Record()
     for k in range(steps):

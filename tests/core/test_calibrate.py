@@ -31,6 +31,32 @@ def test_fit_recovers_costs_and_every_schedule_then_simulates_the_same_makespan(
         assert simulate(s, got).makespan == pytest.approx(simulate(s, KNOWN).makespan)
 
 
+@pytest.mark.parametrize("P, cores", [(2, 1), (4, 2), (4, 1.5), (4, 1)])
+def test_fit_recovers_known_costs_from_timelines_of_ranks_sharing_cores(P, cores):
+    """Timelines made by the shared-core executor: ops stretched by k/cores while k ran."""
+    timelines = [simulate(make_schedule(n, P, 8), KNOWN, cores=cores)
+                 for n in ("1f1b", "interleaved", "zbv")]
+    got = fit_costs(timelines, cores=cores)
+    for name in ("tf", "tb", "tw", "comm", "fixed"):
+        assert getattr(got, name) == pytest.approx(getattr(KNOWN, name), rel=1e-6, abs=1e-9)
+    flat = fit_costs(timelines)                   # the same data read as a core per rank
+    assert flat.tf > 1.1 * KNOWN.tf or flat.fixed > 1.1 * KNOWN.fixed
+
+
+def test_shared_cores_work_integrates_the_rate_over_an_op():
+    """Two ops overlap on [1, 2) on one core: each gets half of it there."""
+    from pplab.calibrate import SharedCores
+    from pplab.timeline import Event, Timeline
+    s = make_schedule("1f1b", 2, 1)
+    a, b = (op for ops in s.ranks for op in ops[:1])
+    tl = Timeline(2, [Event(0, a, 0.0, 2.0), Event(1, b, 1.0, 3.0)], "measured", s)
+    shared = SharedCores(tl, 1)
+    assert shared.work(0.0, 2.0) == pytest.approx(1.5)
+    assert shared.work(1.0, 3.0) == pytest.approx(1.5)
+    assert shared.work(3.0, 4.0, extra=1) == pytest.approx(1.0)     # after the last event
+    assert SharedCores(tl, 2).work(0.0, 3.0) == pytest.approx(3.0)  # enough cores: wall time
+
+
 def test_one_chunk_size_leaves_fixed_at_zero_and_folds_it_into_the_op_times():
     """Only whole stages (1F1B): fixed cannot be told apart from tf and tb."""
     got = fit_op_times(observe(simulate(make_schedule("1f1b", 2, 8), KNOWN)))
@@ -65,6 +91,21 @@ def test_costs_file_round_trips_and_feeds_pplab_simulate(tmp_path, capsys):
                                                      KNOWN).makespan)
 
 
+def test_costs_file_cores_reach_pplab_simulate_and_the_flag_overrides_them(tmp_path, capsys):
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({"costs": costs_to_dict(KNOWN), "cores": 2, "P": 4}))
+    s = make_schedule("1f1b", 4, 8)
+    for extra, cores in (([], 2), (["--cores", "1"], 1)):
+        assert main(["simulate", "-s", "1f1b", "-P", "4", "-M", "8", "--costs", str(path),
+                     "--json"] + extra) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["cores"] == cores
+        assert out["makespan"] == pytest.approx(simulate(s, KNOWN, cores=cores).makespan)
+    assert simulate(s, KNOWN, cores=1).makespan > simulate(s, KNOWN, cores=2).makespan
+    assert main(["simulate", "-s", "1f1b", "-P", "4", "-M", "8", "--cores", "0"]) == 2
+    assert "cores must be a positive number" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("content, says", [
     (None, "cannot read costs file"),
     ("{not json", "is not JSON"),
@@ -90,6 +131,7 @@ def test_bad_costs_file_is_one_line_and_exit_2(tmp_path, capsys, content, says):
     (["--tf", "0.1"], "only make sense with --emulate"),
     (["--out", "/no/such/folder/c.json"], "does not exist"),
     (["--timeout", "0"], "--timeout must be > 0"),
+    (["--cores", "-1"], "--cores must be ≥ 0"),
     (["--hidden", "63"], "must be divisible by heads"),
 ])
 def test_bad_calibrate_arguments_are_one_line_and_exit_2(capsys, argv, says):
@@ -118,10 +160,27 @@ def test_real_calibration_at_P2_predicts_1f1b_within_10_percent(tmp_path, capsys
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     fitted = out["costs"]
+    assert out["cores"] is None          # emulated ops sleep: the ranks share no core
     assert fitted["tf"] >= 0.02 and fitted["tb"] >= 0.04 and fitted["tw"] >= 0.015 * 0.9
     row = next(r for r in out["table"] if r["schedule"] == "1f1b")
     assert abs(row["calibrated_error"]) <= 0.10, row
     assert load_costs(str(path)).tf == fitted["tf"]
+
+
+def test_comparison_simulates_with_the_cores_the_measurements_recorded():
+    """P = 4 'measured' on 2 shared cores (meta["cores"] = 2, as measure() records it): the
+    default fit and table use them and are exact; read as a core per rank, naive (one rank
+    busy at a time) is predicted far too slow."""
+    pytest.importorskip("torch")
+    from pplab.runtime.calibration import calibrate_on, comparison, recorded_cores
+    measured = {n: [simulate(make_schedule(n, 4, 8), KNOWN, cores=2)]
+                for n in ("1f1b", "interleaved", "zbv", "naive", "gpipe", "v-min")}
+    assert recorded_cores(measured) == 2
+    names = ("1f1b", "interleaved", "zbv")
+    rows = comparison(measured, calibrate_on(measured, names))
+    assert all(abs(r["calibrated_error"]) < 1e-6 and r["cores"] == 2 for r in rows)
+    flat = comparison(measured, calibrate_on(measured, names, cores=None), cores=None)
+    assert next(r for r in flat if r["schedule"] == "naive")["calibrated_error"] > 0.3
 
 
 def test_comparison_rows_from_simulated_measurements_have_zero_calibrated_error():

@@ -1,0 +1,42 @@
+"""Lesson 10's calibration button: a click measures in a background thread and shows the
+table; the measurement is replaced here by timelines the shared-core simulator made, so the
+fit is exact and the test is fast."""
+import pytest
+
+from pplab import make_schedule, simulate
+from pplab.canvases.calibration import SCHEDULES, calibration_panel
+from pplab.simulate import Costs
+
+pytest.importorskip("torch")
+KNOWN = Costs(tf=2e-3, tb=4e-3, tw=1.5e-3, comm=3e-4, fixed=5e-4)
+
+
+def _fake_measure(names, P, M, repeats=3, progress=None, **_):
+    progress and progress(f"{len(names) * repeats} runs")
+    return {n: [simulate(make_schedule(n, P, M), KNOWN, cores=2)] * repeats for n in names}
+
+
+def test_click_measures_in_a_thread_and_shows_errors_before_and_after(monkeypatch):
+    import pplab.runtime.calibration as rc
+    monkeypatch.setattr(rc, "measure", _fake_measure)
+    panel = calibration_panel(P=4, repeats=2)
+    assert panel.report.value == "" and not panel.button.disabled
+    panel.click()
+    panel.join(60)
+    text = panel.text
+    assert "ranks sharing 2 cores" in text and "≤ 10 % on 5/5" in text, text
+    for name in SCHEDULES:
+        assert f"| {name} | 4 |" in text
+    assert "median 0.0%, max 0.0%" in text and "<pre>" in panel.report.value
+    assert "done" in panel.status.value and not panel.button.disabled
+
+
+def test_a_failed_measurement_is_one_message(monkeypatch):
+    import pplab.runtime.calibration as rc
+    monkeypatch.setattr(rc, "measure", lambda *a, **k: (_ for _ in ()).throw(
+        RuntimeError("rank 1 died")))
+    panel = calibration_panel()
+    panel.click()
+    panel.join(60)
+    assert panel.text == "calibration failed: rank 1 died"
+    assert "rank 1 died" in panel.status.value and not panel.button.disabled
