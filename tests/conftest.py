@@ -17,7 +17,11 @@ A test elsewhere that starts torchrun or executes notebooks is named below, so t
 Shared helpers (a browser driver, network namespaces, the Slurm cluster, answer keys for
 tests) live in ``helpers/``, on the import path of every test.
 """
+import glob
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -70,3 +74,18 @@ def pytest_collection_modifyitems(config, items):
             marks += ("torchrun", "slow")
         for name in dict.fromkeys(marks):
             item.add_marker(getattr(pytest.mark, name))
+
+
+@pytest.fixture(autouse=True)
+def _remove_kept_run_folders(request):
+    """A launch that fails keeps its folder, so the user can read the logs its error names
+    (``pplab.runtime.launcher``); a test that makes launches fail on purpose removes the
+    folders it left, so the suite leaves nothing in the temporary directory."""
+    if request.node.get_closest_marker("torchrun") is None:
+        yield
+        return
+    pattern = os.path.join(tempfile.gettempdir(), "pplab-run-*")
+    before = set(glob.glob(pattern))
+    yield
+    for folder in set(glob.glob(pattern)) - before:
+        shutil.rmtree(folder, ignore_errors=True)
