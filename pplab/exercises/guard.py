@@ -40,6 +40,10 @@ def _from_registry() -> tuple[str, ...]:
         "registry.make_schedule", "search.*")
 
 
+#: every executor that times a schedule: a task that cuts the simulator cuts them all
+SIMULATORS = ("simulate.*", "simulate_fast.*", "contention.*", "streams.*")
+
+
 def always() -> tuple[str, ...]:
     """What every derive-it task blocks: the schedule table and generators, closed forms,
     and the answer key."""

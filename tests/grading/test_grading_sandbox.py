@@ -428,3 +428,25 @@ def test_the_sandbox_works_for_an_ordinary_user(tmp_path):
                        env={"HOME": "/tmp", "PATH": os.environ["PATH"]}, cwd="/tmp")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "'uid" in r.stdout and "FileNotFoundError" in r.stdout, r.stdout
+
+
+def test_the_newer_simulators_are_no_way_round_a_cut_simulator(tmp_path):
+    """The stream model and the shared-core executor also time a schedule; in the edition of a
+    task that cuts the simulator, a hand-written schedule must not get events out of them."""
+    g = verdict.grader("check_bubble_formulas")
+    lib = student_edition.build(g.blocked(), tmp_path)
+    code = ("from pplab.ir import Action as A, Schedule\n"
+            "rows = ((A(0, 'F', 0), A(0, 'F', 1), A(0, 'B', 0), A(0, 'B', 1)),\n"
+            "        (A(1, 'F', 0), A(1, 'B', 0), A(1, 'F', 1), A(1, 'B', 1)))\n"
+            "s = Schedule('mine', 2, 2, (0, 1), rows)\n"
+            "from pplab.streams import Link\n"
+            "from pplab import contention\n"
+            "for name, run in (('streams', lambda: Link().simulate(s, None)),\n"
+            "                  ('contention', lambda: contention.execute(\n"
+            "                      s, lambda op: 1.0, 0.0, 8, ([], 0, [])))):\n"
+            "    try:\n        run(); print(name, 'gave events')\n"
+            "    except Exception as e:\n        print(name, type(e).__name__, e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(lib)), cwd=tmp_path, timeout=60)
+    assert "gave events" not in r.stdout, r.stdout + r.stderr
+    assert r.stdout.count("derive it, not to call") == 2, r.stdout + r.stderr
