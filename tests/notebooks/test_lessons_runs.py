@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-from test_notebooks import SWEEP, _execute  # noqa: E402
+from test_notebooks import SWEEP, sweep  # noqa: E402
 
 NO_LAUNCH = r'''
 import pplab.runtime as _rt
@@ -24,7 +24,7 @@ _rt.run_schedule = _no_launch
 '''
 AFTER = r'''
 _panels = [c for c in _C if isinstance(c, _RP)]
-print("PANELS", len(_panels), "threads", sum(p.thread is not None for p in _panels))
+_say("PANELS", len(_panels), "threads", sum(p.thread is not None for p in _panels))
 '''
 
 LESSONS = {
@@ -80,18 +80,16 @@ def test_welcome_lists_the_lessons_that_exist():
 
 
 @pytest.mark.parametrize("name", LESSONS)
-def test_lesson_runs_with_canvases_driven_and_nothing_launched(name, monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+def test_lesson_runs_with_canvases_driven_and_nothing_launched(name, tmp_path, monkeypatch):
     path = ROOT / "notebooks" / name
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(NO_LAUNCH))
     tmp = path.parent / f".test_{name}"
     nbformat.write(nb, tmp)
     try:
-        out_nb = _execute(tmp, SWEEP + AFTER)
+        out = sweep(tmp, SWEEP + AFTER, tmp_path, monkeypatch)
     finally:
         tmp.unlink()
-    out = "".join(o.get("text", "") for o in out_nb.cells[-1].outputs)
     assert "errors: []" in out, out
     panels = LESSONS[name][1]
     assert f"PANELS {panels} threads 0" in out, out
