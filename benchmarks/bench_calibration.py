@@ -8,12 +8,16 @@ the measured makespan (median of the repeats, then the fastest repeat, the fit u
 the fastest repeats) against the simulator with the default cost shape (tb = 2·tf, no comm,
 no fixed; tf the fitted forward time) and with the calibrated costs.
 Run: .venv/bin/python benchmarks/bench_calibration.py [--P 2 4] [--repeats 20] [--emulate]
+``--save FILE`` keeps the measured timelines (a pickle of ``{P: measure(...)}``) and
+``--load FILE`` fits and compares them again without a run: model changes are then judged on
+the same measurements.
 """
 from __future__ import annotations
 
 import argparse
 import datetime
 import os
+import pickle
 import platform
 import statistics
 
@@ -69,7 +73,14 @@ def main() -> None:
                     help=f"add emulated op durations {EMULATED} (seconds per chunk)")
     ap.add_argument("--pin", action="store_true",
                     help="bind each rank to a core of its own when P ≤ cores")
+    ap.add_argument("--save", metavar="FILE", help="keep the measured timelines here")
+    ap.add_argument("--load", metavar="FILE", help="fit timelines saved by --save; run nothing")
     args = ap.parse_args()
+    if args.load:
+        with open(args.load, "rb") as f:
+            measured = pickle.load(f)
+        report(sorted(measured), measured)
+        return
     emulate = dict(EMULATED) if args.emulate else None
     model = TinyConfig(**{k: int(v) for k, v in (kv.split("=") for kv in
                                                     args.model.split(",") if kv)})
@@ -83,8 +94,15 @@ def main() -> None:
                               args.steps, model=model, emulate=emulate, pin=args.pin,
                               progress=lambda m: print(f"  {m}", flush=True))
         print(f"P={P} after: {machine_line()}", flush=True)
+    if args.save:
+        with open(args.save, "wb") as f:
+            pickle.dump(measured, f)
+    report(args.P, measured)
+
+
+def report(Ps, measured) -> None:
     for statistic in STATISTICS:
-        rows = [r for P in args.P for r in rows_for(P, measured[P], statistic)]
+        rows = [r for P in Ps for r in rows_for(P, measured[P], statistic)]
         print(table_text(rows))
         summary(rows)
 
