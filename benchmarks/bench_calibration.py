@@ -66,7 +66,8 @@ def main() -> None:
     ap.add_argument("--P", type=int, nargs="+", default=[2, 4])
     ap.add_argument("-M", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=6,
+                    help="steps per run: step 0 warms up, the least disturbed of the rest counts")
     ap.add_argument("--model", default="", metavar="K=V,...",
                     help="TinyConfig fields, e.g. hidden=256,heads=8,ffn=1024,seq=128")
     ap.add_argument("--emulate", action="store_true",
@@ -85,7 +86,7 @@ def main() -> None:
     model = TinyConfig(**{k: int(v) for k, v in (kv.split("=") for kv in
                                                     args.model.split(",") if kv)})
     print(f"model {model}, usable cores {usable_cores()}, pinned: {args.pin}; M={args.M}, "
-          f"{args.repeats} repeats, the last of {args.steps} steps timed"
+          f"{args.repeats} repeats, the least disturbed of steps 1–{args.steps - 1} timed"
           + (f", emulated {EMULATED}" if emulate else ", real compute (no emulation)"))
     measured = {}
     for P in args.P:

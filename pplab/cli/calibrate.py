@@ -24,7 +24,7 @@ def add_arguments(p) -> None:
     p.add_argument("--on", default="1f1b,interleaved,zbv", metavar="NAMES",
                    help="comma-separated schedules to fit on (default 1f1b,interleaved,zbv)")
     p.add_argument("--repeats", type=int, default=5, help="runs per schedule (default 5)")
-    p.add_argument("--steps", type=int, default=3, help="steps per run; the last is timed")
+    p.add_argument("--steps", type=int, default=3, help="steps per run; step 0 warms up, the least disturbed of the rest is timed")
     p.add_argument("--table", action="store_true",
                    help="also run every built-in schedule at this P: measured vs simulated")
     p.add_argument("--emulate", action="store_true",

@@ -36,7 +36,8 @@ class RunError(RuntimeError):
 
 @dataclass
 class RunResult:
-    """What a real run measured. ``timeline`` is the last step, source="measured"."""
+    """What a real run measured. ``timeline`` is the last step, source="measured";
+    ``fastest`` the timed step whose events span least (the last one with ``steps=2``)."""
     schedule: Schedule
     timeline: Timeline
     loss: float
@@ -58,6 +59,7 @@ class RunResult:
     wall_s: float = 0.0
     nnodes: int = 1
     placement: list[dict] = field(default_factory=list)   # per rank: node_rank, host, node
+    fastest: Timeline | None = None
 
     @property
     def bubble_fraction(self) -> float:
@@ -360,13 +362,20 @@ def _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_
     return RunError(msg + f" (logs: {tmp})")
 
 
+def _measured(schedule: Schedule, raw: list, meta: dict) -> Timeline:
+    """A step's ``(rank, action, start, end)`` events as a timeline starting at 0."""
+    events = [Event(int(rk), parse_op(a), float(s), float(e)) for rk, a, s, e in raw]
+    tl = Timeline(schedule.P, events, "measured", schedule, meta)
+    return tl.shifted(-tl.start)
+
+
 def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float) -> RunResult:
-    events = [Event(int(rk), parse_op(a), float(s), float(e)) for rk, a, s, e in r["events"]]
     meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
             "backend": info.get("backend"), "device": info.get("device"),
             "recompute": cfg.recompute, "emulate": cfg.emulate}
-    tl = Timeline(schedule.P, events, "measured", schedule, meta)
-    tl = tl.shifted(-tl.start)
+    tl = _measured(schedule, r["events"], meta)
+    fastest = (_measured(schedule, r["fastest_events"], dict(meta, step=r["fastest_step"]))
+               if r.get("fastest_events") else None)
     sim = simulated_twin(schedule, cfg)
     errs = r.get("grad_errors") or []
     refs = r.get("reference_losses") or []
@@ -381,7 +390,7 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
         step_times=r["step_times"],
         worst_parameter=(r.get("worst_parameter") or [""])[-1] if errs else "", wall_s=wall,
         nnodes=len({p["node_rank"] for p in info.get("placement", [])}) or 1,
-        placement=info.get("placement", []))
+        placement=info.get("placement", []), fastest=fastest)
 
 
 # ---- public API ----------------------------------------------------------------------------

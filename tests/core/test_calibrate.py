@@ -167,6 +167,18 @@ def test_real_calibration_at_P2_predicts_1f1b_within_10_percent(tmp_path, capsys
     assert load_costs(str(path)).tf == fitted["tf"]
 
 
+@pytest.mark.slow
+@pytest.mark.torchrun
+def test_measure_keeps_each_runs_least_disturbed_timed_step():
+    from pplab.runtime.calibration import measure
+    tls = measure(["1f1b"], P=2, M=4, repeats=2, steps=4,
+                  emulate={"tf": 0.005, "tb": 0.01, "tw": 0.0})["1f1b"]
+    assert len(tls) == 2
+    for tl in tls:
+        assert 1 <= tl.meta["step"] <= 3 and tl.start == 0 and tl.source == "measured"
+        assert len(tl.events) == 2 * 2 * 4             # P ranks' F and B of M microbatches
+
+
 def test_comparison_simulates_with_the_cores_the_measurements_recorded():
     """P = 4 'measured' on 2 shared cores (meta["cores"] = 2, as measure() records it): the
     default fit and table use them and are exact; read as a core per rank, naive (one rank
@@ -194,3 +206,29 @@ def test_comparison_rows_from_simulated_measurements_have_zero_calibrated_error(
     assert all(r["default_error"] != 0 for r in rows)     # tb = 2·tf, no comm: off
     text = table_text(rows)
     assert text.count("\n") == len(rows) + 1 and "| dualpipev | 2 |" in text
+
+
+def test_a_run_keeps_its_least_disturbed_timed_step():
+    """Record (rank 0's summary of a run): step 0 warms up and only stands in while it is the
+    only step; of the timed steps the one whose events span least is kept, whatever its
+    place (a stall of a few ms in one step must not reach the calibration)."""
+    pytest.importorskip("torch")
+    from types import SimpleNamespace
+    from pplab.runtime.summary import Record
+
+    def step(span, tag):     # two ranks' events, (rank, action, start, end)
+        rank = {"loss": 0.0, "peak_saved": 0, "cuda_peak": None}
+        return [dict(rank, events=[(0, f"0F{tag}", 10.0, 10.0 + span / 2)]),
+                dict(rank, events=[(1, f"1F{tag}", 10.0 + span / 2, 10.0 + span)])]
+
+    runner = SimpleNamespace(ref=None)
+    only = Record()
+    only.add(runner, 0, {"step_time": 1.0}, step(1.0, 0))
+    assert only.fastest_step == 0                      # steps=1: nothing else to time
+    rec = Record()
+    for k, span in enumerate([0.5, 4.0, 3.0, 3.5]):    # the warm-up is fastest, yet not kept
+        rec.add(runner, k, {"step_time": span}, step(span, k))
+    summary = rec.summary(make_schedule("1f1b", 2, 2))
+    assert summary["fastest_step"] == 2
+    assert [e[1] for e in summary["fastest_events"]] == ["0F2", "1F2"]
+    assert [e[1] for e in summary["events"]] == ["0F3", "1F3"]     # the last, as before
