@@ -23,7 +23,7 @@ import statistics
 
 from pplab.calibrate import costs_to_dict
 from pplab.runtime.model import TinyConfig
-from pplab.runtime.calibration import (CALIBRATION_SCHEDULES, calibrate_on, comparison,
+from pplab.runtime.calibration import (CALIBRATION_SCHEDULES, calibrate, calibrate_on, comparison,
                                        measure, runnable_schedules, STATISTICS,
                                        table_text, usable_cores)
 
@@ -41,12 +41,12 @@ def machine_line() -> str:
 def rows_for(P: int, measured: dict, statistic: str) -> list[dict]:
     """Fit with the shared-core model (the calibrated column) and without it (per-op costs
     only, the 'per-op fit' column); compare on ``statistic`` of the repeats."""
-    costs = calibrate_on(measured, CALIBRATION_SCHEDULES, statistic=statistic)
+    costs, cores = calibrate(measured, CALIBRATION_SCHEDULES, statistic=statistic)
     flat = calibrate_on(measured, CALIBRATION_SCHEDULES, cores=None, statistic=statistic)
-    for label, c in (("shared cores", costs), ("per-op only", flat)):
+    for label, c in ((f"shared cores, effectively {cores}", costs), ("per-op only", flat)):
         print(f"P={P}, {statistic}: fitted ({label}): " + ", ".join(
             f"{k}={v * 1e3:.3f} ms" for k, v in costs_to_dict(c).items()))
-    rows = comparison(measured, costs, statistic=statistic)
+    rows = comparison(measured, costs, cores, statistic=statistic)
     for r, f in zip(rows, comparison(measured, flat, cores=None, statistic=statistic)):
         r["flat_s"], r["flat_error"] = f["calibrated_s"], f["calibrated_error"]
     return rows

@@ -7,7 +7,8 @@ Three kinds of observation, each read straight off a measured ``Timeline``:
 
 * **op durations** (event end − start, which the worker records after the op's input has
   arrived, so they are work, not waiting). Each one is a linear equation in the unknowns
-  ``tf, tb, tw, fixed``: e.g. an I op of a half-size V chunk lasts ``(tb − tw)·½ + fixed``.
+  ``tf, tb, tw, fixed, msg``: e.g. an I op of a half-size V chunk with one neighbour on
+  another rank lasts ``(tb − tw)·½ + fixed + msg``.
   Ordinary least squares over all of them gives the four numbers; ``fixed`` is separable
   only when runs with different chunk sizes (1F1B's whole stages, interleaved or V-shape
   halves) are in the data, otherwise it is left at 0 and absorbed into the per-kind times.
@@ -19,10 +20,17 @@ Three kinds of observation, each read straight off a measured ``Timeline``:
   ``comm``. Medians, not means, because a descheduled process (other jobs on the cores)
   makes these two heavy-tailed.
 
+Then the **makespans** of the calibration runs: what the ops cannot show (a process
+descheduled between ops, gloo's work on each message between the ops) is one more per-op and
+one more per-message cost, chosen so the runs' makespans come out right
+(``fit_makespan_terms``).
+
 With ``cores`` (the ranks shared that many CPU cores, ``pplab.contention``) an op's measured
 length is first turned into its length alone on a core: while ``k`` ops ran at once (read
 off the same timeline) it progressed at ``min(1, cores / k)``, so its work is that rate
 integrated over the op. The fit then recovers the costs the contention executor was given.
+Real processes taking turns on cores lose a little to it, so ``fit_costs_and_cores`` also
+finds the cores they effectively shared.
 """
 from __future__ import annotations
 
@@ -31,11 +39,11 @@ import json
 import statistics
 from dataclasses import dataclass, field, replace
 
-from .simulate import Costs, simulate
+from .simulate import Costs, messages_per_op, simulate
 from .timeline import Timeline
 
 #: the columns of the least-squares design matrix: one unknown each
-UNKNOWNS = ("tf", "tb", "tw", "fixed")
+UNKNOWNS = ("tf", "tb", "tw", "fixed", "msg")
 #: per kind: the coefficients of (tf, tb, tw) in its duration, before the chunk fraction
 KIND_ROWS = {"F": (1, 0, 0), "B": (0, 1, 0), "I": (0, 1, -1), "W": (0, 0, 1), "FB": (1, 1, 0)}
 
@@ -56,9 +64,12 @@ def chunk_fraction(schedule, op) -> float:
     return schedule.chunk_fraction(op.parts[-1].stage if op.kind == "FB" else op.stage)
 
 
-def _op_row(schedule, op) -> tuple[float, ...]:
-    """Coefficients of (tf, tb, tw, fixed) in one op's duration."""
-    return tuple(c * chunk_fraction(schedule, op) for c in KIND_ROWS[op.kind]) + (1.0,)
+def _op_row(schedule, op, messages: list[int]) -> tuple[float, ...]:
+    """Coefficients of (tf, tb, tw, fixed, msg) in one op's duration (``messages``: per
+    stage, ``simulate.messages_per_op``)."""
+    sent = sum(messages[a.stage] for a in op.parts if a.kind != "W")
+    return (tuple(c * chunk_fraction(schedule, op) for c in KIND_ROWS[op.kind])
+            + (1.0, float(sent)))
 
 
 class SharedCores:
@@ -99,6 +110,7 @@ def observe(timeline: Timeline, into: Observations | None = None,
     if schedule is None:
         raise ValueError("calibration needs timelines that carry their schedule")
     shared = SharedCores(timeline, cores) if cores is not None else None
+    messages = messages_per_op(schedule)
     ends = {}                                       # action -> (rank, end)
     for e in timeline.events:
         for a in e.op.parts:
@@ -106,7 +118,7 @@ def observe(timeline: Timeline, into: Observations | None = None,
     for rank in range(timeline.num_ranks):
         prev_end = None
         for e in timeline.rank_events(rank):
-            obs.rows.append((_op_row(schedule, e.op),
+            obs.rows.append((_op_row(schedule, e.op, messages),
                              shared.work(e.start, e.end) if shared else e.duration))
             obs.fractions.add(chunk_fraction(schedule, e.op))
             remote = [ends[d] for a in e.op.parts for d in _inputs(schedule, a)
@@ -147,7 +159,7 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
 
 def least_squares(rows, columns: tuple[int, ...]) -> list[float] | None:
     """Weighted least squares ``(coefs, y, weight)`` on the chosen columns (normal equations;
-    4 unknowns at most). Unknowns no row mentions are 0; None when still singular."""
+    5 unknowns at most). Unknowns no row mentions are 0; None when still singular."""
     used = [c for c in columns if any(abs(coefs[c]) > 0 for coefs, _, _ in rows)]
     ata = [[sum(w * r[i] * r[j] for r, _, w in rows) for j in used] for i in used]
     atb = [sum(w * r[i] * y for r, y, w in rows) for i in used]
@@ -171,42 +183,34 @@ def median_rows(rows) -> list[tuple[tuple[float, ...], float, int]]:
 
 
 def fit_op_times(obs: Observations) -> dict[str, float]:
-    """``tf, tb, tw, fixed`` from the op durations. ``fixed`` only when it is separable (at
-    least two chunk sizes) and comes out ≥ 0; otherwise refit without it."""
+    """``tf, tb, tw, fixed, msg`` from the op durations. ``fixed`` only when it is separable
+    (at least two chunk sizes) and ``msg`` only when ops with different message counts are
+    in the data, each kept only if it comes out ≥ 0; otherwise refit without it. (On real
+    gloo runs the message work falls between the ops, so ``msg`` mostly comes from the
+    makespans: ``fit_makespan_terms``.)"""
     if not obs.rows:
         raise ValueError("no measured ops to calibrate from")
     rows = median_rows(obs.rows)
-    x = least_squares(rows, (0, 1, 2, 3)) if len(obs.fractions) > 1 else None
-    if x is None or x[3] < 0:
-        x = least_squares(rows, (0, 1, 2))
+    x = None
+    tries = [(0, 1, 2, 3, 4), (0, 1, 2, 3)] if len(obs.fractions) > 1 else []
+    for columns in tries + [(0, 1, 2)]:
+        x = least_squares(rows, columns)
+        if x is not None and min(x[3:]) >= 0:
+            break
+        x = None
     if x is None:
         raise ValueError("the measured ops do not determine tf, tb and tw")
-    tf, tb, tw, fixed = (max(0.0, v) for v in x)
-    return {"tf": tf, "tb": max(tb, tw), "tw": tw, "fixed": fixed}
+    tf, tb, tw, fixed, msg = (max(0.0, v) for v in x)
+    return {"tf": tf, "tb": max(tb, tw), "tw": tw, "fixed": fixed, "msg": msg}
 
 
 def relative_error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured
 
 
-def fit_overhead(costs: Costs, makespans, iterations: int = 60,
-                 cores: float | None = None) -> Costs:
-    """The makespan part of the fit: one more per-op overhead, added to ``fixed``, that the
-    op durations cannot see (a process descheduled between ops, the dispatch loop), chosen
-    to minimise the squared relative makespan errors of the calibration runs. The simulated
-    makespan is piecewise linear and non-decreasing in it, so a golden-section search on
-    an interval finds it; the extra may be negative down to ``-fixed``. ``cores``: simulate
-    with the ranks sharing that many cores, as the measured runs did."""
-    if not makespans:
-        return costs
-
-    def loss(extra: float) -> float:
-        c = replace(costs, fixed=costs.fixed + extra)
-        return sum(relative_error(simulate(s, c, cores=cores).makespan, m) ** 2
-                   for s, m in makespans)
-
-    lo = -costs.fixed
-    hi = max(m / max(len(ops) for ops in s.ranks) for s, m in makespans)
+def _golden(loss, lo: float, hi: float, iterations: int) -> float:
+    """The minimiser of a unimodal ``loss`` on [lo, hi], by golden-section search (no
+    derivative, no numpy)."""
     ratio = (5 ** 0.5 - 1) / 2
     a, b = lo + (1 - ratio) * (hi - lo), lo + ratio * (hi - lo)
     fa, fb = loss(a), loss(b)
@@ -219,11 +223,49 @@ def fit_overhead(costs: Costs, makespans, iterations: int = 60,
             lo, a, fa = a, b, fb
             b = lo + ratio * (hi - lo)
             fb = loss(b)
-    extra = (lo + hi) / 2
-    return replace(costs, fixed=max(0.0, costs.fixed + extra))
+    return (lo + hi) / 2
 
 
-def fit_costs(timelines, use_makespans: bool = True, cores: float | None = None) -> Costs:
+def messages_per_op_of_run(schedule) -> float:
+    """Cross-rank messages per op, over a whole schedule (1F1B at P = 2: 1; interleaved: 1.5)."""
+    messages = messages_per_op(schedule)
+    ops = [op for row in schedule.ranks for op in row]
+    return sum(messages[a.stage] for op in ops for a in op.parts if a.kind != "W") / len(ops)
+
+
+def fit_makespan_terms(costs: Costs, makespans, iterations: int = 50, rounds: int = 3,
+                       cores: float | None = None) -> Costs:
+    """The makespan part of the fit: what the op durations cannot see, chosen to minimise
+    the squared relative makespan errors of the calibration runs. Two terms: one more per-op
+    overhead, added to ``fixed`` (a process descheduled between ops, the dispatch loop), and
+    one more per-message cost, added to ``msg`` (gloo posts, copies and completes a message
+    on the rank's own cores, between its ops). ``msg`` is fitted only when the runs differ in
+    messages per op (else it cannot be told from ``fixed``). Each term is found by a golden-
+    section search with the other held, a few rounds in turn; each may go down to 0 in all.
+    ``cores``: simulate with the ranks sharing that many cores, as the measured runs did."""
+    if not makespans:
+        return costs
+
+    def loss(c: Costs) -> float:
+        return sum(relative_error(simulate(s, c, cores=cores).makespan, m) ** 2
+                   for s, m in makespans)
+
+    per_op = max(m / max(len(ops) for ops in s.ranks) for s, m in makespans)
+    ratios = [messages_per_op_of_run(s) for s, _ in makespans]
+    terms = ["fixed"] + (["msg"] if max(ratios) - min(ratios) > 0.05 else [])
+    for _ in range(rounds if len(terms) > 1 else 1):
+        for term in terms:
+            now = getattr(costs, term)
+            hi = per_op / (max(ratios) if term == "msg" else 1.0)
+            moved = replace(costs, **{term: max(0.0, now + _golden(
+                lambda v: loss(replace(costs, **{term: now + v})), -now, hi, iterations))})
+            if loss(moved) < loss(costs):          # else keep it: the search is not exact
+                costs = moved
+    return costs
+
+
+def fit_costs(timelines, use_makespans: bool = True, cores: float | None = None,
+              **search) -> Costs:
     """The calibrated ``Costs`` for a list of measured timelines (see the module docstring);
     ``cores``: the runs' ranks shared that many CPU cores (None: a core each)."""
     obs = Observations()
@@ -232,13 +274,38 @@ def fit_costs(timelines, use_makespans: bool = True, cores: float | None = None)
     times = fit_op_times(obs)
     gap = max(0.0, statistics.median(obs.gaps)) if obs.gaps else 0.0
     latency = statistics.median(obs.latencies) if obs.latencies else 0.0
-    costs = Costs(tf=times["tf"], tb=times["tb"], tw=times["tw"],
+    costs = Costs(tf=times["tf"], tb=times["tb"], tw=times["tw"], msg=times["msg"],
                   fixed=times["fixed"] + gap, comm=max(0.0, latency - gap))
-    return fit_overhead(costs, obs.makespans, cores=cores) if use_makespans else costs
+    return (fit_makespan_terms(costs, obs.makespans, cores=cores, **search) if use_makespans
+            else costs)
+
+
+def makespan_loss(costs: Costs, timelines, cores: float | None) -> float:
+    """Squared relative makespan errors of ``costs`` on the measured ``timelines``."""
+    return sum(relative_error(simulate(tl.schedule, costs, cores=cores).makespan,
+                              tl.makespan) ** 2 for tl in timelines)
+
+
+def fit_costs_and_cores(timelines, cores: float, iterations: int = 8) -> tuple[Costs, float]:
+    """``fit_costs`` with the cores the ranks *effectively* shared, between half of
+    ``cores`` and all of them: on a real machine P > cores processes time-slice with some
+    loss (switches, caches, the OS's own work), so they progress as if on fewer cores than
+    there are. A golden-section search over that number, each candidate getting a whole
+    (quicker) fit, keeps the one whose calibration makespans it predicts best; then one
+    full fit there. It can only be told apart when the calibration runs differ in how many
+    ranks compute at once (naive: one; 1F1B: all)."""
+    quick = {"iterations": 25, "rounds": 2}
+
+    def loss(c: float) -> float:
+        return makespan_loss(fit_costs(timelines, cores=c, **quick), timelines, c)
+
+    found = _golden(loss, cores / 2, cores, iterations)
+    best = min((found, cores), key=loss)       # all of them, exactly, when that fits best
+    return fit_costs(timelines, cores=best), best
 
 
 # ---- files ----------------------------------------------------------------------------------
-COST_FIELDS = ("tf", "tb", "tw", "tfb", "comm", "fixed")
+COST_FIELDS = ("tf", "tb", "tw", "tfb", "comm", "fixed", "msg")
 
 
 def costs_to_dict(costs: Costs) -> dict:
@@ -259,7 +326,7 @@ def load_cores(path: str) -> float | None:
 
 def load_costs(path: str) -> Costs:
     """A ``Costs`` from a JSON file written by ``pplab calibrate --out`` (or by hand: an
-    object with any of tf, tb, tw, tfb, comm, fixed; a ``costs`` key inside is read too).
+    object with any of tf, tb, tw, tfb, comm, fixed, msg; a ``costs`` key inside is read too).
     ValueError in one line for a missing, unreadable or wrong file."""
     try:
         with open(path) as f:

@@ -24,7 +24,11 @@ class Costs:
     ``comm`` is added between dependent ops on different ranks. ``fixed`` is a per-op
     overhead (kernel launches, optimizer-free bookkeeping) that does not shrink with smaller
     chunks — the reason more, smaller microbatches can be slower. ``stage_scale`` multiplies
-    one stage's durations (imbalance, e.g. the embedding or LM head).
+    one stage's durations (imbalance, e.g. the embedding or LM head). ``msg`` is the rank's
+    own CPU time per message an op receives from or sends to another rank (posting it,
+    copying, completing it: gloo does this on the rank's cores), so an op whose neighbours
+    sit on other ranks costs more than one with a neighbour on its own rank; ``comm`` is
+    the time on the wire, which costs the rank nothing.
     """
     tf: float = 1.0
     tb: float = 2.0
@@ -33,9 +37,10 @@ class Costs:
     comm: float = 0.0
     fixed: float = 0.0
     stage_scale: Sequence[float] | None = None
+    msg: float = 0.0
 
     def __post_init__(self):
-        for name in ("tf", "tb", "tw", "comm", "fixed"):
+        for name in ("tf", "tb", "tw", "comm", "fixed", "msg"):
             if getattr(self, name) < 0:
                 raise ValueError(f"cost {name} must be ≥ 0, got {getattr(self, name)}")
         if self.tw > self.tb:
@@ -61,6 +66,8 @@ class Costs:
         frac = [schedule.chunk_fraction(s) for s in range(schedule.num_stages)]
         bases = {k: self.base(k) for k in ("F", "B", "I", "W", "FB")}
         stage_scale, fixed = self.stage_scale, self.fixed
+        per_msg = ([self.msg * n for n in messages_per_op(schedule)] if self.msg
+                   else [0.0] * schedule.num_stages)
 
         def duration(op: Op) -> float:
             stage = op.parts[-1].stage if op.kind == "FB" else op.stage
@@ -70,8 +77,24 @@ class Costs:
                     scale *= max(stage_scale[a.stage] for a in op.parts)
                 else:
                     scale *= stage_scale[stage]
-            return bases[op.kind] * scale + fixed
+            extra = fixed
+            if self.msg:
+                extra += sum(per_msg[a.stage] for a in op.parts if a.kind != "W")
+            return bases[op.kind] * scale + extra
         return duration
+
+
+def messages_per_op(schedule: Schedule) -> list[int]:
+    """Per stage: how many messages its F (and likewise its B or I) receives and sends across
+    ranks: one for each neighbouring stage placed on another rank. A W sends nothing."""
+    first, last = schedule._stage_ends
+    place = schedule.stage_to_rank
+    out = []
+    for s in range(schedule.num_stages):
+        up = None if first[s] else schedule.input_key(s, "F", 0)[0]
+        down = None if last[s] else schedule.input_key(s, "B", 0)[0]
+        out.append(sum(n is not None and place[n] != place[s] for n in (up, down)))
+    return out
 
 
 #: the earlier part of its own stage that each kind waits for (a backward needs its forward)
@@ -275,5 +298,8 @@ def _shared_cores(schedule: Schedule, costs: Costs, cores: float) -> list[Event]
 
 
 def _costs_dict(c: Costs) -> dict:
-    return {"tf": c.tf, "tb": c.tb, "tw": c.tw, "tfb": c.overlapped, "comm": c.comm,
-            "fixed": c.fixed}
+    d = {"tf": c.tf, "tb": c.tb, "tw": c.tw, "tfb": c.overlapped, "comm": c.comm,
+         "fixed": c.fixed}
+    if c.msg:
+        d["msg"] = c.msg
+    return d

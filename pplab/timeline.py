@@ -230,6 +230,13 @@ class Timeline:
         return out
 
     @classmethod
+    def measured(cls, schedule: Schedule, rows, meta: dict) -> "Timeline":
+        """A real step's ``(rank, action text, start, end)`` rows, moved to start at 0."""
+        events = [Event(int(rk), parse_op(a), float(s), float(e)) for rk, a, s, e in rows]
+        tl = cls(schedule.P, events, "measured", schedule, meta)
+        return tl.shifted(-tl.start)
+
+    @classmethod
     def from_dict(cls, d: dict, schedule: Schedule | None = None) -> "Timeline":
         events = [Event(int(e["rank"]), parse_op(e["action"]), float(e["start"]), float(e["end"]))
                   for e in d["events"]]

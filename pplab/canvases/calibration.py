@@ -18,9 +18,9 @@ from typing import Any, Callable, Sequence
 from ..env import browser_note, in_browser
 from .base import message_html
 
-#: what the button measures by default: the three the fit needs plus two it predicts
-SCHEDULES = ("1f1b", "interleaved", "zbv", "gpipe", "dualpipev")
-FIT_ON = ("1f1b", "interleaved", "zbv")
+#: what the button measures by default: the four the fit needs plus two it predicts
+SCHEDULES = ("1f1b", "interleaved", "zbv", "naive", "gpipe", "dualpipev")
+FIT_ON = ("1f1b", "interleaved", "zbv", "naive")
 
 
 def calibration_report(names: Sequence[str] = SCHEDULES, P: int = 2, M: int = 8,
@@ -30,14 +30,15 @@ def calibration_report(names: Sequence[str] = SCHEDULES, P: int = 2, M: int = 8,
     """Measure ``names`` (``repeats`` runs each), fit on ``fit_on``, and return the table of
     measured vs simulated makespans with the fitted costs and the machine's load."""
     from ..calibrate import costs_to_dict
-    from ..runtime.calibration import calibrate_on, comparison, measure, table_text
+    from ..runtime.calibration import calibrate, comparison, measure, table_text
     load = os.getloadavg()[0]
     measured = measure(list(names), P, M, repeats=repeats, progress=progress)
-    costs = calibrate_on(measured, list(fit_on), statistic=statistic)
-    rows = comparison(measured, costs, statistic=statistic)
+    costs, cores = calibrate(measured, list(fit_on), statistic=statistic)
+    rows = comparison(measured, costs, cores, statistic=statistic)
     errs = [abs(r["calibrated_error"]) for r in rows]
     fitted = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in costs_to_dict(costs).items())
-    return (f"P = {P}, M = {M}, {repeats} runs each; ranks sharing {rows[0]['cores']} cores; "
+    return (f"P = {P}, M = {M}, {repeats} runs each; ranks sharing "
+            f"{'%.2g' % cores if cores else 'no'} cores (effectively); "
             f"load average {load:.1f} → {os.getloadavg()[0]:.1f}\n"
             f"fitted on {', '.join(fit_on)}: {fitted}\n\n{table_text(rows)}\n\n"
             f"calibrated |error|: median {statistics.median(errs):.1%}, "

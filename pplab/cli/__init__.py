@@ -31,6 +31,7 @@ COST_FLAGS = {
     "tfb": "overlapped F+B pair (default tf+tb)",
     "comm": "latency between ranks",
     "fixed": "fixed overhead per op",
+    "msg": "CPU time per message an op sends or receives across ranks",
 }
 
 

@@ -1,12 +1,13 @@
 """``pplab calibrate``: fit the simulator's costs to real runs on this machine and print them.
 
-A few real ``pplab run`` jobs (``--on``, default 1f1b, interleaved and zbv: every op kind and
-two chunk sizes) are measured ``--repeats`` times; ``pplab.calibrate.fit_costs`` turns their
-timelines into ``Costs``. ``--out FILE`` writes them for ``pplab simulate --costs FILE``;
-``--table`` also runs every built-in schedule at this P and prints measured vs simulated.
-The ranks share this machine's cores, so the fit and the table simulate them sharing as many
-(``--cores``, default the usable cores, none for emulated runs, which sleep; the number is
-written to the file too).
+A few real ``pplab run`` jobs (``--on``, default 1f1b, interleaved, zbv and naive: every op
+kind, two chunk sizes, one and two messages per op, one rank or all computing at once) are
+measured ``--repeats`` times; ``pplab.calibrate.fit_costs_and_cores`` turns their timelines
+into ``Costs`` and the cores the ranks effectively shared. ``--out FILE`` writes them for
+``pplab simulate --costs FILE``; ``--table`` also runs every built-in schedule at this P
+and prints measured vs simulated. The ranks share this machine's cores, so the fit and the
+table simulate them sharing as many as they effectively got (at most ``--cores``, default the
+usable cores; none for emulated runs, which sleep; the number is written to the file too).
 """
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ from .run import MODEL_FLAGS, model_config
 def add_arguments(p) -> None:
     p.add_argument("-P", type=int, default=2, help="pipeline ranks (processes), ≥ 2")
     p.add_argument("-M", type=int, default=8, help="microbatches per step")
-    p.add_argument("--on", default="1f1b,interleaved,zbv", metavar="NAMES",
-                   help="comma-separated schedules to fit on (default 1f1b,interleaved,zbv)")
+    p.add_argument("--on", default="1f1b,interleaved,zbv,naive", metavar="NAMES",
+                   help="comma-separated schedules to fit on (default "
+                        "1f1b,interleaved,zbv,naive)")
     p.add_argument("--repeats", type=int, default=5, help="runs per schedule (default 5)")
-    p.add_argument("--steps", type=int, default=3, help="steps per run; step 0 warms up, the least disturbed of the rest is timed")
+    p.add_argument("--steps", type=int, default=3,
+                   help="steps per run; step 0 warms up, the least disturbed of the rest is timed")
     p.add_argument("--table", action="store_true",
                    help="also run every built-in schedule at this P: measured vs simulated")
     p.add_argument("--emulate", action="store_true",
@@ -37,8 +40,9 @@ def add_arguments(p) -> None:
     p.add_argument("--out", default=None, metavar="FILE",
                    help="write the fitted costs as JSON (read by pplab simulate --costs)")
     p.add_argument("--cores", type=float, default=None,
-                   help="CPU cores the ranks share in the fit and the table (default: this "
-                        "machine's usable cores, none with --emulate; 0: a core per rank)")
+                   help="CPU cores the ranks share (default: this machine's usable cores, "
+                        "none with --emulate; 0: a core per rank); the fit finds how many "
+                        "of them the ranks effectively got, down to half")
     p.add_argument("--pin", action="store_true",
                    help="bind each rank to a core of its own when P ≤ cores")
     p.add_argument("--statistic", choices=("min", "median"), default="min",
@@ -77,7 +81,7 @@ def main(args) -> int:
     names = _check(args)
     from ..calibrate import costs_to_dict
     from ..runtime import RunError
-    from ..runtime.calibration import calibrate_on, comparison, measure, runnable_schedules, \
+    from ..runtime.calibration import calibrate, comparison, measure, runnable_schedules, \
         recorded_cores, table_text
     emulate = cost_values(args, "tf", "tb", "tw") if args.emulate else None
     progress = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
@@ -90,9 +94,10 @@ def main(args) -> int:
     except RunError as e:
         print(f"pplab: calibration run failed: {e}", file=sys.stderr)
         return 1
-    cores = recorded_cores(measured) if args.cores is None else (args.cores or None)
-    costs = calibrate_on(measured, names, cores=cores, statistic=args.statistic)
-    out = {"costs": costs_to_dict(costs), "cores": cores, "P": args.P, "M": args.M,
+    available = recorded_cores(measured) if args.cores is None else (args.cores or None)
+    costs, cores = calibrate(measured, names, cores=available, statistic=args.statistic)
+    out = {"costs": costs_to_dict(costs), "cores": cores, "cores_available": available,
+           "P": args.P, "M": args.M,
            "fitted_on": names, "repeats": args.repeats, "emulate": emulate,
            "pinned": args.pin, "statistic": args.statistic}
     rows = comparison(measured, costs, cores, args.statistic) if args.table else []
@@ -105,7 +110,8 @@ def main(args) -> int:
     print("calibrated costs (seconds): " + ", ".join(
         f"{k}={v * 1e3:.3f} ms" for k, v in out["costs"].items()))
     print(f"fitted on {', '.join(names)} at P={args.P}, M={args.M}, {args.repeats} repeat(s), "
-          f"ranks sharing {cores or 'a core each, not'} cores"
+          f"ranks sharing {'%.3g' % cores if cores else 'a core each, not'} cores"
+          + (f" (effectively, of {available:g})" if cores else "")
           + (f"; written to {args.out} (pplab simulate --costs {args.out})" if args.out else ""))
     if rows:
         print(table_text(rows))

@@ -10,7 +10,8 @@ from ..text import metrics_text, timeline_to_text
 from . import add_cost_arguments, cost_values
 
 
-COST_DEFAULTS = {"tf": 1.0, "tb": 2.0, "tw": 0.0, "tfb": None, "comm": 0.0, "fixed": 0.0}
+COST_DEFAULTS = {"tf": 1.0, "tb": 2.0, "tw": 0.0, "tfb": None, "comm": 0.0, "fixed": 0.0,
+                 "msg": 0.0}
 
 
 def add_arguments(p) -> None:

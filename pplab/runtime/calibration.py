@@ -16,7 +16,7 @@ import os
 import statistics
 from typing import Callable, Sequence
 
-from ..calibrate import fit_costs, relative_error
+from ..calibrate import fit_costs, fit_costs_and_cores, relative_error
 from ..registry import NAMES, make_schedule
 from ..simulate import Costs, simulate
 from ..timeline import Timeline
@@ -24,8 +24,11 @@ from .launcher import run_many
 from .model import TinyConfig
 
 #: whole-stage F/B (1f1b), half-size chunks (interleaved), split I/W on halves (zbv): every
-#: op kind and two chunk sizes, so tf, tb, tw and the fixed per-op overhead are all separable
-CALIBRATION_SCHEDULES = ("1f1b", "interleaved", "zbv")
+#: op kind and two chunk sizes, so tf, tb, tw and the fixed per-op overhead are all
+#: separable; one, two and one cross-rank message per op, so the per-message cost is too;
+#: and naive, where one rank computes at a time, so that sharing the cores is told apart
+#: from the ops' own cost (``calibrate.fit_costs_and_cores``)
+CALIBRATION_SCHEDULES = ("1f1b", "interleaved", "zbv", "naive")
 
 
 def runnable_schedules(P: int, M: int) -> list[str]:
@@ -113,15 +116,33 @@ def _check_statistic(statistic: str) -> None:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
 
 
+def _chosen(measured, names, statistic: str) -> list[Timeline]:
+    """The timelines a fit reads: all repeats, or each schedule's fastest (``"min"``)."""
+    return [tl for n in names for tl in (measured[n] if statistic == "median" else
+                                         [min(measured[n], key=lambda t: t.makespan)])]
+
+
 def calibrate_on(measured: dict[str, list[Timeline]], names: Sequence[str],
                  cores=RECORDED, statistic: str = "min") -> Costs:
     """Fit ``Costs`` to the timelines of ``names`` in ``measured`` (all of them, or with
     ``statistic="min"`` each schedule's fastest), the ranks sharing ``cores`` CPU cores
     (default: as recorded by ``measure``; None: a core each)."""
     _check_statistic(statistic)
-    chosen = [tl for n in names for tl in (measured[n] if statistic == "median" else
-                                           [min(measured[n], key=lambda t: t.makespan)])]
+    chosen = _chosen(measured, names, statistic)
     return fit_costs(chosen, cores=recorded_cores(measured, cores))
+
+
+def calibrate(measured: dict[str, list[Timeline]], names: Sequence[str], cores=RECORDED,
+              statistic: str = "min") -> tuple[Costs, float | None]:
+    """``calibrate_on`` that also fits the cores the ranks effectively shared (at most the
+    recorded ones; ``calibrate.fit_costs_and_cores``): ``(costs, cores)``, to simulate
+    with both. Without shared cores (emulated runs, ``cores=None``) it is ``calibrate_on``."""
+    cores = recorded_cores(measured, cores)
+    if cores is None:
+        return calibrate_on(measured, names, None, statistic), None
+    _check_statistic(statistic)
+    chosen = _chosen(measured, names, statistic)
+    return fit_costs_and_cores(chosen, cores)
 
 
 def default_costs_like(costs: Costs) -> Costs:

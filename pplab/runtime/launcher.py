@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from ..ir import Schedule, parse_op
+from ..ir import Schedule
 from ..registry import make_schedule
-from ..timeline import Event, Timeline
+from ..timeline import Timeline
 from ..validate import problems
 from .config import RunConfig, RunSpec, simulated_twin
 from . import cluster
@@ -36,8 +36,7 @@ class RunError(RuntimeError):
 
 @dataclass
 class RunResult:
-    """What a real run measured. ``timeline`` is the last step, source="measured";
-    ``fastest`` the timed step whose events span least (the last one with ``steps=2``)."""
+    """What a real run measured: ``timeline`` its last step, ``fastest`` its quickest timed one."""
     schedule: Schedule
     timeline: Timeline
     loss: float
@@ -362,19 +361,13 @@ def _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_
     return RunError(msg + f" (logs: {tmp})")
 
 
-def _measured(schedule: Schedule, raw: list, meta: dict) -> Timeline:
-    """A step's ``(rank, action, start, end)`` events as a timeline starting at 0."""
-    events = [Event(int(rk), parse_op(a), float(s), float(e)) for rk, a, s, e in raw]
-    tl = Timeline(schedule.P, events, "measured", schedule, meta)
-    return tl.shifted(-tl.start)
-
-
 def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float) -> RunResult:
     meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
             "backend": info.get("backend"), "device": info.get("device"),
             "recompute": cfg.recompute, "emulate": cfg.emulate}
-    tl = _measured(schedule, r["events"], meta)
-    fastest = (_measured(schedule, r["fastest_events"], dict(meta, step=r["fastest_step"]))
+    tl = Timeline.measured(schedule, r["events"], meta)
+    fastest = (Timeline.measured(schedule, r["fastest_events"],
+                                 dict(meta, step=r["fastest_step"]))
                if r.get("fastest_events") else None)
     sim = simulated_twin(schedule, cfg)
     errs = r.get("grad_errors") or []

@@ -75,8 +75,10 @@ def test_median_rows_ignore_a_descheduled_op():
 
 
 def test_least_squares_solves_an_overdetermined_line():
-    rows = [((1.0, 0, 0, 1.0), 3.0, 1), ((0.5, 0, 0, 1.0), 2.0, 1), ((0.25, 0, 0, 1.0), 1.5, 1)]
-    tf, _, _, fixed = least_squares(rows, (0, 3))
+    rows = [((1.0, 0, 0, 1.0, 0), 3.0, 1), ((0.5, 0, 0, 1.0, 0), 2.0, 1),
+            ((0.25, 0, 0, 1.0, 0), 1.5, 1)]
+    tf, _, _, fixed, msg = least_squares(rows, (0, 3, 4))      # no row mentions msg: 0
+    assert msg == 0
     assert (tf, fixed) == (pytest.approx(2.0), pytest.approx(1.0))
 
 
@@ -232,3 +234,40 @@ def test_a_run_keeps_its_least_disturbed_timed_step():
     assert summary["fastest_step"] == 2
     assert [e[1] for e in summary["fastest_events"]] == ["0F2", "1F2"]
     assert [e[1] for e in summary["events"]] == ["0F3", "1F3"]     # the last, as before
+
+
+def test_fit_finds_the_cores_the_ranks_effectively_shared():
+    """Timelines made on 1.5 shared cores, with a per-message cost; the fit is told there are
+    2 and finds 1.5 (naive, one rank busy at a time, tells sharing from slow ops), and the
+    costs with it. Told a core per rank it would be far off."""
+    from pplab.calibrate import fit_costs_and_cores
+    known = Costs(tf=2e-3, tb=4e-3, tw=1.5e-3, comm=3e-4, fixed=5e-4, msg=2e-4)
+    timelines = [simulate(make_schedule(n, 4, 8), known, cores=1.5)
+                 for n in ("1f1b", "interleaved", "zbv", "naive")]
+    got, cores = fit_costs_and_cores(timelines, 2)
+    assert cores == pytest.approx(1.5, rel=0.02)
+    for name in ("tf", "tb", "tw", "comm"):
+        assert getattr(got, name) == pytest.approx(getattr(known, name), rel=0.05)
+    assert got.fixed + 1.5 * got.msg == pytest.approx(known.fixed + 1.5 * known.msg, rel=0.1)
+    for tl in timelines:
+        assert simulate(tl.schedule, got, cores=cores).makespan == pytest.approx(
+            tl.makespan, rel=0.01)
+
+
+def test_a_per_message_cost_is_charged_per_neighbour_on_another_rank():
+    """1F1B at P = 2: every F and B has one neighbour across; interleaved: the middle
+    stages two; ZBV's turn stays on rank 1, and a W sends nothing."""
+    from pplab.simulate import messages_per_op
+    assert messages_per_op(make_schedule("1f1b", 2, 4)) == [1, 1]
+    assert messages_per_op(make_schedule("interleaved", 2, 4)) == [1, 2, 2, 1]
+    assert messages_per_op(make_schedule("zbv", 2, 4)) == [1, 1, 1, 1]
+    s = make_schedule("interleaved", 2, 4)
+    plain, charged = Costs(), Costs(msg=0.25)
+    d0, d1 = plain.duration_fn(s), charged.duration_fn(s)
+    for op in s.ranks[0] + s.ranks[1]:
+        assert d1(op) - d0(op) == pytest.approx(0.25 * messages_per_op(s)[op.stage])
+    z = make_schedule("zbv", 2, 4)
+    w = next(op for op in z.ranks[0] if op.kind == "W")
+    assert charged.duration(z, w) == plain.duration(z, w)
+    with pytest.raises(ValueError, match="msg"):
+        Costs(msg=-1)
