@@ -2,8 +2,9 @@
 
 For each P: one torchrun launch (``run_many``) of every built-in schedule at that P, M = 8,
 ``--repeats`` times round-robin, the tiny default model unless ``--model``; costs fitted on
-the calibration schedules (1f1b, interleaved, zbv) of the same launch, with the ranks sharing
-this machine's cores (``pplab.contention``) and, for comparison, without; then, per schedule,
+the calibration schedules (1f1b, interleaved, zbv, naive) of the same launch, with the ranks
+sharing the cores they effectively got of this machine's (``pplab.contention``,
+``calibrate.fit_costs_and_cores``) and, for comparison, a core each; then, per schedule,
 the measured makespan (median of the repeats, then the fastest repeat, the fit using only
 the fastest repeats) against the simulator with the default cost shape (tb = 2·tf, no comm,
 no fixed; tf the fitted forward time) and with the calibrated costs.
@@ -43,7 +44,8 @@ def rows_for(P: int, measured: dict, statistic: str) -> list[dict]:
     only, the 'per-op fit' column); compare on ``statistic`` of the repeats."""
     costs, cores = calibrate(measured, CALIBRATION_SCHEDULES, statistic=statistic)
     flat = calibrate_on(measured, CALIBRATION_SCHEDULES, cores=None, statistic=statistic)
-    for label, c in ((f"shared cores, effectively {cores}", costs), ("per-op only", flat)):
+    shared = f"{cores:.2f}" if cores else "none"
+    for label, c in ((f"shared cores, effectively {shared}", costs), ("per-op only", flat)):
         print(f"P={P}, {statistic}: fitted ({label}): " + ", ".join(
             f"{k}={v * 1e3:.3f} ms" for k, v in costs_to_dict(c).items()))
     rows = comparison(measured, costs, cores, statistic=statistic)
