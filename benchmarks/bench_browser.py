@@ -9,13 +9,15 @@ move simulates on demand; and with nothing kept once shown but the canvas's pref
 the goal's figure, is the third: every move is a first visit, as in a student's stepping.
 
 usage: python benchmarks/bench_browser.py [--lite [SITE_DIR]] [--moves N] [--at S,P,M,V | --far]
-                                         [--runs N] [--first-canvas-only]
+                                         [--runs N] [--first-canvas-only] [--simulator]
 JupyterLab by default; ``--lite`` measures in the JupyterLite site (built if missing), first
 the time to lesson 02's first canvas, cold (new browser) then warm (HTTP cache filled), in
 ``--runs`` fresh browsers, with their medians. ``--far`` puts the timeline canvas at the far
 corner of its sliders (interleaved, P=64, M=256, V=2: 65 536 ops).
 The last line is exactly ``browser redraw p50 X ms p95 Y ms`` (the timeline canvas), unless
-``--first-canvas-only``.
+``--first-canvas-only`` or ``--simulator``: with ``--lite --simulator``, make + simulate at
+issue 21's sizes (bench_simulator.AT_SCALE) in the site's Pyodide kernel, median of 5, and
+the same in this CPython in the same run, with their ratio (goal: ≤ 150 ms in the site).
 """
 from __future__ import annotations
 
@@ -35,6 +37,49 @@ def measure(page, url: str, name: str, moves: int, at=B.BENCH_AT) -> tuple[dict,
     panel = B.open_notebook(page, url, name)
     return [B.bench_canvases(page, panel, moves, cache=size, prefetch=prefetch, at=at)
             for _, size, prefetch in B.BENCH_MODES]
+
+
+SIMULATOR_TIMES = """
+import statistics, time
+from pplab import make_schedule, simulate
+def _ms(name, P, M, V, repeats=5):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        simulate(make_schedule(name, P, M, V))
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+print(" ".join(f"{_ms(*case):.1f}" for case in CASES))
+"""
+
+
+def simulator_times(page=None) -> list[float]:
+    """make + simulate medians (ms) at bench_simulator.AT_SCALE: in the open page's kernel,
+    or here (``page=None``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_simulator import AT_SCALE
+    code = f"CASES = {list(AT_SCALE)!r}\n" + SIMULATOR_TIMES
+    if page is None:
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(code, {})
+        text = out.getvalue()
+    else:
+        text = B.kernel_exec(page, code)
+    if "ERROR" in text:
+        raise RuntimeError(text)
+    return [float(x) for x in text.split()]
+
+
+def report_simulator(page) -> None:
+    from bench_simulator import AT_SCALE
+    site, here = simulator_times(page), simulator_times()
+    for (name, P, M, V), a, b in zip(AT_SCALE, site, here):
+        print(f"make + simulate {name} P={P} M={M} V={V}: JupyterLite {a:.0f} ms, CPython "
+              f"{b:.0f} ms, ratio {a / b:.2f}, goal 150 ms in the site "
+              f"{'met' if a <= 150 else 'missed'}")
 
 
 def setting(text: str) -> tuple:
@@ -62,6 +107,8 @@ def main() -> None:
                     help="the far corner of the sliders: interleaved,64,256,2")
     ap.add_argument("--runs", type=int, default=1, help="--lite: first canvas in N browsers")
     ap.add_argument("--first-canvas-only", action="store_true", help="--lite: no slider latency")
+    ap.add_argument("--simulator", action="store_true",
+                    help="--lite: make + simulate at issue 21's sizes in the site's kernel")
     a = ap.parse_args()
     if a.far:
         from pplab.canvases.base import M_RANGE, P_RANGE
@@ -89,7 +136,11 @@ def main() -> None:
                 if a.runs > 1:
                     print(f"JupyterLite {name}: first canvas median of {a.runs}: cold "
                           f"{statistics.median(colds):.1f} s, warm {statistics.median(warms):.1f} s")
-                if a.first_canvas_only:
+                if a.first_canvas_only or a.simulator:
+                    if a.simulator:
+                        B.open_notebook(page, lesson, name)
+                        B.kernel_exec(page, "import pplab")
+                        report_simulator(page)
                     browser.close()
                     return
                 res = measure(page, lesson, name, a.moves, a.at)
