@@ -53,6 +53,7 @@ class CalibrationPanel:
     status: Any = None
     report: Any = None
     kw: dict = field(default_factory=dict)
+    ranks: Any = None               # the P chooser: 2 (a core each here) or 4 (two per core)
     thread: threading.Thread | None = None
     text: str = ""
 
@@ -69,7 +70,8 @@ class CalibrationPanel:
 
     def _work(self) -> None:
         try:
-            self.text = calibration_report(progress=self._progress, **self.kw)
+            kw = dict(self.kw, P=self.ranks.value) if self.ranks is not None else self.kw
+            self.text = calibration_report(progress=self._progress, **kw)
             self.report.value = f"<pre>{self.text}</pre>"
             self.status.value = message_html("done", True)
         except Exception as e:          # a failed run names its rank and cause: show it
@@ -92,15 +94,21 @@ class CalibrationPanel:
 
 
 def calibration_panel(**kw) -> CalibrationPanel:
-    """A **Measure and calibrate** button (arguments as :func:`calibration_report`). In a
-    browser tab it is one line saying why it is absent and what to run instead."""
+    """A **Measure and calibrate** button with a P chooser (2 or 4: one core per rank on a
+    two-core laptop, or two ranks per core; arguments as :func:`calibration_report`, ``P``
+    the chooser's start). In a browser tab it is one line saying why it is absent and what
+    to run instead."""
     import ipywidgets as w
     if in_browser():
         note = browser_note("make lab, or: pplab calibrate -P 2 --table")
         return CalibrationPanel(w.HTML(message_html(note, True)), text=note)
     button = w.Button(description="Measure and calibrate", button_style="primary",
                       icon="play", layout=w.Layout(width="220px"))
-    panel = CalibrationPanel(None, button, w.HTML(), w.HTML(), kw)
+    P = kw.pop("P", 2)
+    ranks = w.ToggleButtons(options=sorted({2, 4, P}), value=P, description="P",
+                            tooltips=["ranks (processes) to measure and fit at"] * 3,
+                            style={"button_width": "48px"})
+    panel = CalibrationPanel(None, button, w.HTML(), w.HTML(), kw, ranks)
     button.on_click(panel._start)
-    panel.widget = w.VBox([button, panel.status, panel.report])
+    panel.widget = w.VBox([w.HBox([ranks, button]), panel.status, panel.report])
     return panel

@@ -40,3 +40,21 @@ def test_a_failed_measurement_is_one_message(monkeypatch):
     panel.join(60)
     assert panel.text == "calibration failed: rank 1 died"
     assert "rank 1 died" in panel.status.value and not panel.button.disabled
+
+
+def test_the_p_chooser_sets_the_ranks_measured(monkeypatch):
+    import pplab.runtime.calibration as rc
+    seen = []
+
+    def fake(names, P, M, repeats=3, progress=None, **_):
+        seen.append(P)
+        return _fake_measure(names, P, M, repeats)
+    monkeypatch.setattr(rc, "measure", fake)
+    panel = calibration_panel(repeats=1)
+    assert panel.ranks.value == 2 and list(panel.ranks.options) == [2, 4]
+    panel.click()
+    panel.join(60)
+    panel.ranks.value = 4
+    panel.click()
+    panel.join(60)
+    assert seen == [2, 4] and "P = 4," in panel.text and "| naive | 4 |" in panel.text
