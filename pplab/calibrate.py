@@ -286,6 +286,24 @@ def makespan_loss(costs: Costs, timelines, cores: float | None) -> float:
                               tl.makespan) ** 2 for tl in timelines)
 
 
+def shared_share(timeline: Timeline) -> float:
+    """The share of a timeline's op time during which at least one other op ran too."""
+    shared = SharedCores(timeline, 1.0)
+    total = together = 0.0
+    for i, k in enumerate(shared.running[:-1]):      # the last entry: after the last end
+        span = shared.times[i + 1] - shared.times[i]
+        total += k * span
+        together += k * span if k >= 2 else 0.0
+    return together / total if total else 0.0
+
+
+def tells_sharing_apart(timelines) -> bool:
+    """Whether the runs can tell the cores' sharing from the ops' own cost: one that mostly
+    ran one op at a time (naive) beside one that mostly ran several (1F1B)."""
+    shares = [shared_share(tl) for tl in timelines]
+    return bool(shares) and min(shares) < 0.25 and max(shares) > 0.5
+
+
 def fit_costs_and_cores(timelines, cores: float, iterations: int = 8) -> tuple[Costs, float]:
     """``fit_costs`` with the cores the ranks *effectively* shared, between half of
     ``cores`` and all of them: on a real machine P > cores processes time-slice with some
@@ -293,7 +311,9 @@ def fit_costs_and_cores(timelines, cores: float, iterations: int = 8) -> tuple[C
     there are. A golden-section search over that number, each candidate getting a whole
     (quicker) fit, keeps the one whose calibration makespans it predicts best; then one
     full fit there. It can only be told apart when the calibration runs differ in how many
-    ranks compute at once (naive: one; 1F1B: all)."""
+    ranks compute at once (naive: one; 1F1B: all): without such a pair, the given cores."""
+    if not tells_sharing_apart(timelines):
+        return fit_costs(timelines, cores=cores), cores
     quick = {"iterations": 25, "rounds": 2}
 
     def loss(c: float) -> float:
