@@ -26,7 +26,7 @@ def add_arguments(p) -> None:
                    help="comma-separated schedules to fit on (default "
                         "1f1b,interleaved,zbv,naive)")
     p.add_argument("--repeats", type=int, default=5, help="runs per schedule (default 5)")
-    p.add_argument("--steps", type=int, default=3,
+    p.add_argument("--steps", type=int, default=6,
                    help="steps per run; step 0 warms up, the least disturbed of the rest is timed")
     p.add_argument("--table", action="store_true",
                    help="also run every built-in schedule at this P: measured vs simulated")

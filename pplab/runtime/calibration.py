@@ -58,7 +58,7 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int = 3,
+def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int = 6,
             model: TinyConfig | None = None, emulate: dict | None = None,
             timeout: float = 600.0, progress: Callable[[str], None] | None = None,
             pin: bool = False) -> dict[str, list[Timeline]]:
