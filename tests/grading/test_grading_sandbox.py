@@ -50,6 +50,12 @@ def test_a_stale_pattern_fails_closed(tmp_path):
         student_edition.build(["closed_forms.no_such_function"], tmp_path)
 
 
+def _run_against(lib, code: str, tmp_path):
+    """Run ``code`` in a fresh Python that imports pplab from a task's edition ``lib``."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=str(lib)), cwd=tmp_path, timeout=60)
+
+
 def test_the_student_edition_holds_no_answer_code(tmp_path):
     g = verdict.grader("check_bubble_formulas")
     lib = student_edition.build(g.blocked(), tmp_path)
@@ -68,8 +74,7 @@ def test_the_student_edition_holds_no_answer_code(tmp_path):
             "spec.loader.exec_module(m)\n"
             "try:\n    m.make_schedule('1f1b', 4, 8)\nexcept Exception as e:\n"
             "    print(type(e).__name__, e)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=str(lib)), cwd=tmp_path, timeout=60)
+    r = _run_against(lib, code, tmp_path)
     assert "derive it, not to call pplab.registry.make_schedule" in r.stdout, r.stderr
 
 
@@ -446,7 +451,6 @@ def test_the_newer_simulators_are_no_way_round_a_cut_simulator(tmp_path):
             "                      s, lambda op: 1.0, 0.0, 8, ([], 0, [])))):\n"
             "    try:\n        run(); print(name, 'gave events')\n"
             "    except Exception as e:\n        print(name, type(e).__name__, e)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=str(lib)), cwd=tmp_path, timeout=60)
+    r = _run_against(lib, code, tmp_path)
     assert "gave events" not in r.stdout, r.stdout + r.stderr
     assert r.stdout.count("derive it, not to call") == 2, r.stdout + r.stderr
