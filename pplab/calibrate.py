@@ -39,7 +39,7 @@ import json
 import statistics
 from dataclasses import dataclass, field, replace
 
-from .simulate import Costs, messages_per_op, simulate
+from .simulate import Costs, messages_per_op, op_messages, simulate
 from .timeline import Timeline
 
 #: the columns of the least-squares design matrix: one unknown each
@@ -67,9 +67,8 @@ def chunk_fraction(schedule, op) -> float:
 def _op_row(schedule, op, messages: list[int]) -> tuple[float, ...]:
     """Coefficients of (tf, tb, tw, fixed, msg) in one op's duration (``messages``: per
     stage, ``simulate.messages_per_op``)."""
-    sent = sum(messages[a.stage] for a in op.parts if a.kind != "W")
     return (tuple(c * chunk_fraction(schedule, op) for c in KIND_ROWS[op.kind])
-            + (1.0, float(sent)))
+            + (1.0, float(op_messages(op, messages))))
 
 
 class SharedCores:
@@ -230,7 +229,13 @@ def messages_per_op_of_run(schedule) -> float:
     """Cross-rank messages per op, over a whole schedule (1F1B at P = 2: 1; interleaved: 1.5)."""
     messages = messages_per_op(schedule)
     ops = [op for row in schedule.ranks for op in row]
-    return sum(messages[a.stage] for op in ops for a in op.parts if a.kind != "W") / len(ops)
+    return sum(op_messages(op, messages) for op in ops) / len(ops)
+
+
+def makespan_loss(costs: Costs, makespans, cores: float | None) -> float:
+    """Squared relative makespan errors of ``costs`` on measured ``(schedule, makespan)``."""
+    return sum(relative_error(simulate(s, costs, cores=cores).makespan, m) ** 2
+               for s, m in makespans)
 
 
 def fit_makespan_terms(costs: Costs, makespans, iterations: int = 50, rounds: int = 3,
@@ -247,8 +252,7 @@ def fit_makespan_terms(costs: Costs, makespans, iterations: int = 50, rounds: in
         return costs
 
     def loss(c: Costs) -> float:
-        return sum(relative_error(simulate(s, c, cores=cores).makespan, m) ** 2
-                   for s, m in makespans)
+        return makespan_loss(c, makespans, cores)
 
     per_op = max(m / max(len(ops) for ops in s.ranks) for s, m in makespans)
     ratios = [messages_per_op_of_run(s) for s, _ in makespans]
@@ -280,10 +284,6 @@ def fit_costs(timelines, use_makespans: bool = True, cores: float | None = None,
             else costs)
 
 
-def makespan_loss(costs: Costs, timelines, cores: float | None) -> float:
-    """Squared relative makespan errors of ``costs`` on the measured ``timelines``."""
-    return sum(relative_error(simulate(tl.schedule, costs, cores=cores).makespan,
-                              tl.makespan) ** 2 for tl in timelines)
 
 
 def shared_share(timeline: Timeline) -> float:
@@ -316,8 +316,10 @@ def fit_costs_and_cores(timelines, cores: float, iterations: int = 8) -> tuple[C
         return fit_costs(timelines, cores=cores), cores
     quick = {"iterations": 25, "rounds": 2}
 
+    makespans = [(tl.schedule, tl.makespan) for tl in timelines]
+
     def loss(c: float) -> float:
-        return makespan_loss(fit_costs(timelines, cores=c, **quick), timelines, c)
+        return makespan_loss(fit_costs(timelines, cores=c, **quick), makespans, c)
 
     found = _golden(loss, cores / 2, cores, iterations)
     best = min((found, cores), key=loss)       # all of them, exactly, when that fits best

@@ -66,8 +66,7 @@ class Costs:
         frac = [schedule.chunk_fraction(s) for s in range(schedule.num_stages)]
         bases = {k: self.base(k) for k in ("F", "B", "I", "W", "FB")}
         stage_scale, fixed = self.stage_scale, self.fixed
-        per_msg = ([self.msg * n for n in messages_per_op(schedule)] if self.msg
-                   else [0.0] * schedule.num_stages)
+        messages = messages_per_op(schedule) if self.msg else None
 
         def duration(op: Op) -> float:
             stage = op.parts[-1].stage if op.kind == "FB" else op.stage
@@ -79,9 +78,15 @@ class Costs:
                     scale *= stage_scale[stage]
             extra = fixed
             if self.msg:
-                extra += sum(per_msg[a.stage] for a in op.parts if a.kind != "W")
+                extra += self.msg * op_messages(op, messages)
             return bases[op.kind] * scale + extra
         return duration
+
+
+def op_messages(op: Op, messages: list[int]) -> int:
+    """Cross-rank messages one op receives and sends (``messages``: ``messages_per_op``);
+    an overlapped pair counts both halves, a W none."""
+    return sum(messages[a.stage] for a in op.parts if a.kind != "W")
 
 
 def messages_per_op(schedule: Schedule) -> list[int]:
