@@ -25,7 +25,12 @@ KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 #: an action's integer key is ``microbatch·KEY_STRIDE + stage·4 + KIND_CODE[kind]``: the
 #: fast simulator numbers actions by it, and the generators' constructors cache it on each
 #: action they make as ``_key`` (not a field: equality, hashing and printing ignore it)
-KEY_STRIDE = 1 << 20
+KEY_BITS = 20
+KEY_STRIDE = 1 << KEY_BITS
+#: an overlapped pair's key is ``forward key | backward key << PAIR_SHIFT`` (keys stay
+#: below 2**40, so a key at or above ``PAIR_BASE`` is a pair)
+PAIR_SHIFT = 40
+PAIR_BASE = 1 << PAIR_SHIFT
 KIND_NAMES = {"F": "forward", "B": "backward", "I": "backward (inputs)",
               "W": "backward (weights)", "FB": "overlapped forward+backward"}
 
@@ -323,3 +328,90 @@ class Schedule:
         ranks = tuple(tuple(parse_op(t) for t in row) for row in d["ranks"])
         return cls(d["name"], int(d["P"]), int(d["M"]), tuple(d["stage_to_rank"]), ranks,
                    int(d.get("V", 1)), int(d.get("copies", 1)))
+
+    # ---- integer keys --------------------------------------------------------------------
+    @classmethod
+    def from_keys(cls, name: str, P: int, M: int, stage_to_rank, rank_keys, V: int = 1,
+                  copies: int = 1) -> "Schedule":
+        """A schedule given as each rank's integer keys (``KEY_STRIDE``; an overlapped pair
+        is ``pair_key(forward, backward)``): its Action objects are made only when ``ranks`` is
+        first read. A 64-rank, 256-microbatch schedule is ~100 000 actions; the simulator
+        and the canvases read the keys, so a slider never pays for objects it does not show.
+        """
+        s = object.__new__(KeyedSchedule)
+        s.__dict__.update(name=name, num_ranks=P, num_microbatches=M,
+                          stage_to_rank=tuple(stage_to_rank), virtual=V, copies=copies,
+                          _rank_keys=tuple(rank_keys))
+        return s
+
+    def rank_keys(self) -> tuple[list, ...]:
+        """Each rank's ops as integer keys (``pair_key`` for a pair), or None where an op
+        is not an Action or Overlap (a lowered schedule's Comm)."""
+        keys = self.__dict__.get("_rank_keys")
+        if keys is None:
+            keys = self.__dict__["_rank_keys"] = _keys_of(self.ranks)
+        return keys
+
+
+def action_key(a: Action) -> int:
+    """``microbatch·KEY_STRIDE + stage·4 + KIND_CODE[kind]``."""
+    return a.microbatch * KEY_STRIDE + a.stage * 4 + KIND_CODE[a.kind]
+
+
+def _keys_of(ranks) -> tuple[list, ...] | None:
+    out = []
+    for ops in ranks:
+        row = []
+        for op in ops:
+            t = type(op)
+            if t is Action:
+                row.append(op.__dict__.get("_key") or action_key(op))
+            elif t is Overlap:
+                row.append(pair_key(action_key(op.forward), action_key(op.backward)))
+            else:
+                return None
+        out.append(row)
+    return tuple(out)
+
+
+def pair_key(forward: int, backward: int) -> int:
+    """An overlapped pair's key from its halves' keys."""
+    return forward | backward << PAIR_SHIFT
+
+
+def action_of_key(key: int) -> Action:
+    """The Action an integer key stands for (its key cached on it, as the generators do)."""
+    a = object.__new__(Action)
+    c = key & (KEY_STRIDE - 1)
+    a.__dict__.update(stage=c >> 2, kind=KINDS[c & 3], microbatch=key >> KEY_BITS, _key=key)
+    return a
+
+
+def op_of_key(key) -> Op:
+    """The Action, or for a pair's key the Overlap, a key stands for."""
+    if key >= PAIR_BASE:
+        return Overlap(action_of_key(key & (PAIR_BASE - 1)), action_of_key(key >> PAIR_SHIFT))
+    return action_of_key(key)
+
+
+class KeyedSchedule(Schedule):
+    """A Schedule made by ``Schedule.from_keys``: ``ranks`` is built on first read. Equal to
+    (and hashes as) the plain Schedule with the same fields."""
+
+    @cached_property
+    def ranks(self) -> tuple[tuple[Op, ...], ...]:
+        with gc_paused():
+            return tuple(tuple(map(op_of_key, row)) for row in self._rank_keys)
+
+    def __eq__(self, other):
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    def __hash__(self):
+        return hash(_fields(self))
+
+
+def _fields(s: Schedule) -> tuple:
+    return (s.name, s.num_ranks, s.num_microbatches, s.stage_to_rank, s.ranks, s.virtual,
+            s.copies)

@@ -282,13 +282,20 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = 
             raise ValueError("give either network= (communication streams) or cores= (shared "
                              "CPU cores), not both: the two models are not combined")
         return network.simulate(schedule, costs)
-    if cores is None:
-        events = execute(schedule, costs.duration_fn(schedule), costs.comm, executor,
-                         by_class=True)
-    else:
-        events = _shared_cores(schedule, costs, cores)
     meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
             "costs": _costs_dict(costs)}
+    if cores is None:
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got "
+                             f"{executor!r}")
+        duration = costs.duration_fn(schedule)
+        run = None if executor == "reference" else simulate_fast.run(
+            schedule, duration, costs.comm, by_class=True)
+        if run is not None:          # columns; the events are made when first read
+            return Timeline.from_run(schedule, run, "simulated", meta)
+        events = execute_reference(schedule, duration, costs.comm)
+    else:
+        events = _shared_cores(schedule, costs, cores)
     return Timeline(schedule.P, events, "simulated", schedule,
                     meta if cores is None else dict(meta, cores=cores))
 

@@ -1,65 +1,80 @@
 """The simulator's fast executor: the reference's events, same order, same float operations.
 
 ``pplab.simulate.execute_reference`` stays the oracle; this module replays its worklist (the
-same ranks woken in the same order) and so returns exactly its events. It is faster because
-of three facts:
+same ranks woken in the same order) and so returns exactly its times. It is faster because
+it works on the schedule's integer keys (``Schedule.rank_keys``, ``ir.KEY_STRIDE``), never
+on Action objects, and because of three facts:
 
 * **Only cross-rank inputs matter.** A dependency run earlier on the same rank ended before
   the rank became free, so it never moves a start time (durations are ≥ 0) and never
-  blocks; the run only checks that it has already run. What is left is one input per
-  action from another rank (two for an overlapped pair), found by the action's integer
-  key (``ir.KEY_STRIDE``), which the generators' constructors cache on each action.
+  blocks; the compile only checks that it comes earlier. What is left is one input per op
+  from another rank (up to two for an overlapped pair), found once, as an index.
 * **The run order does not depend on the costs.** The reference blocks on "not run yet",
-  never on a time, so its order is fixed by the schedule. The first simulation records it
-  with each op's input; later ones (a cost slider, the search, the planner) walk it in
-  one straight loop.
-* **Bulk work at C speed.** Keys, checks, durations (one per (kind, stage) class) and the
-  events (tuples) are made with ``map`` over whole lists.
+  never on a time, so its order is fixed by the schedule. The first simulation records
+  it; later ones (a cost slider, the search, the planner) walk it in one straight loop.
+* **Columns, not objects.** The result is the run order and a start and an end per op
+  (:class:`Run`); ``Timeline`` makes Event objects from them only when they are read.
 
 Anything unusual (an action run twice, off its stage's rank, out of range, both B and I for
-one stage and microbatch, an input nobody or the same rank only later makes, a negative
-duration) makes the fast path step aside: the caller then runs the reference, which raises
-its own, well-worded error.
+one stage and microbatch, an input nobody or the same rank only later makes, a deadlock, a
+negative duration) makes the fast path step aside: the caller then runs the reference,
+which raises its own, well-worded error.
 """
 from __future__ import annotations
 
-from functools import partial
 from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, attrgetter, eq, is_, ne, not_, xor
-from typing import Callable
+from operator import add, and_, ge, rshift, xor
+from typing import Callable, NamedTuple
 
-from .ir import KEY_STRIDE, KIND_CODE, KINDS, Action, Op, Overlap, Schedule, gc_paused
-from .timeline import Event
+from .ir import (KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op, Overlap, Schedule,
+                 gc_paused)
+from .timeline import run_events
 
-_new_event = partial(tuple.__new__, Event)
-_KEY, _FIELDS = attrgetter("_key"), attrgetter("stage", "kind", "microbatch")
-_HALVES = attrgetter("forward", "backward")
-_MASK = KEY_STRIDE - 1                       # key & _MASK = the class, stage·4 + kind
-_FAR = 1 << 62                               # key + _FAR: "needs nothing", always done
-_PAIR = ~(_FAR - 1)                         # the look-up of an overlapped pair (never done)
+_MASK = KEY_STRIDE - 1                 # key & _MASK = the class, stage·4 + kind
+
+
+class Run(NamedTuple):
+    """One simulation as columns over the schedule's ops in rank-major order: op ``i`` ran
+    on ``rank[i]`` from ``start[i]`` to ``end[i]``; ``order`` is the reference's event
+    order; ``bounds[r]`` .. ``bounds[r + 1] - 1`` are rank r's ops."""
+    order: list[int]
+    rank: list[int]
+    start: list[float]
+    end: list[float]
+    bounds: list[int]
+    keys: list
+    #: what depends on the schedule alone (per-rank peaks, kinds), kept with its plan
+    memo: dict
 
 
 class Plan:
-    """One schedule's ops in rank-major order, their keys and what the run found.
+    """One schedule's ops, keys and inputs, compiled once and kept on the schedule.
 
-    ``keys[i]``: op i's action key, or its pair's two keys; ``look[i]``: the one key a lone
-    op looks up, its input from another rank, or ``~key`` of what must already have run
-    on this rank (``_PAIR`` for a pair); ``cls[i]``: the duration class (``(c1, c2)`` for
-    a pair); ``bounds[r]``: rank r's ops are ``bounds[r] .. bounds[r + 1] - 1``; ``always``:
-    the keys done from the start (the "needs nothing" ones); ``pairs[i]``: a pair's looks,
-    its own two parts left out; ``mixed_b``: the B classes whose stage also runs I's, for
-    the look-ups that miss. After the first run: ``order`` (the reference's), ``dep[i]``
-    (op i's cross-rank input; ``n`` for none, -1 for a pair, whose are ``two[i]``) and
-    ``by_order`` (ranks and ops in that order).
+    ``dep[i]``: the part from another rank whose end op i waits for, or ``~j`` for op j on
+    this rank that must have run (no wait, no time; ``~i``: nothing needed), or
+    ``-(sentinel + 2)`` for an overlapped pair, whose are ``two[i]``; a pair's second half
+    is part ``extra[i]``
+    (parts ``0..n-1`` are the ops themselves). ``prev[i]``: op i's predecessor on its rank
+    (``sentinel + 1``, "free at 0", for a rank's first op). After the first run: ``order``.
     """
-    __slots__ = ("ops", "rank", "keys", "look", "cls", "bounds", "keyset", "always", "pairs",
-                 "mixed_b", "order", "dep", "two", "by_order")
+    __slots__ = ("n", "keys", "rank", "bounds", "cls", "dep", "two", "extra", "sentinel",
+                 "prev", "order", "memo")
 
-    def __init__(self, ops, rank, keys, look, cls, bounds, keyset, always, pairs, mixed_b):
-        self.ops, self.rank, self.keys, self.look, self.cls = ops, rank, keys, look, cls
-        self.bounds, self.keyset, self.always, self.pairs = bounds, keyset, always, pairs
-        self.mixed_b = mixed_b
-        self.order = self.dep = self.two = self.by_order = None
+    def __init__(self, n, keys, rank, bounds, cls, dep, two, extra, sentinel):
+        self.n, self.keys, self.rank, self.bounds, self.cls = n, keys, rank, bounds, cls
+        self.dep, self.two, self.extra, self.sentinel = dep, two, extra, sentinel
+        self.prev = self.order = None
+        self.memo = {}
+
+    def predecessors(self) -> list[int]:
+        """``prev``, made on first use (only a second simulation needs it)."""
+        if self.prev is None:
+            prev = list(range(-1, self.n - 1))
+            for b in self.bounds[:-1]:
+                if b < self.n:
+                    prev[b] = self.sentinel + 1
+            self.prev = prev
+        return self.prev
 
 
 def plan(schedule: Schedule) -> Plan | None:
@@ -67,235 +82,204 @@ def plan(schedule: Schedule) -> Plan | None:
     may answer."""
     cached = schedule.__dict__.get("_fast_plan", False)
     if cached is False:
-        cached = _compile(schedule)
+        with gc_paused():
+            cached = _compile(schedule)
         schedule.__dict__["_fast_plan"] = cached      # a frozen dataclass: as cached_property
     return cached
 
 
-def _key_list(actions) -> list[int]:
-    """Each action's key, cached by the generators, worked out from the fields otherwise."""
-    try:
-        return list(map(_KEY, actions))
-    except AttributeError:
-        return [m * KEY_STRIDE + s * 4 + KIND_CODE[k] for s, k, m in map(_FIELDS, actions)]
-
-
 def _compile(schedule: Schedule) -> Plan | None:
-    """Keys and checks, in bulk; None where the fast path steps aside."""
-    S, M = schedule.num_stages, schedule.M
-    ops = list(chain.from_iterable(schedule.ranks))
-    sizes = list(map(len, schedule.ranks))
-    bounds = [0, *accumulate(sizes)]
-    rank_of = list(chain.from_iterable(map(repeat, range(schedule.P), sizes)))
-    types = set(map(type, ops))
-    if not types <= {Action, Overlap}:
+    """Keys, checks and inputs, in bulk; None where the fast path steps aside."""
+    rank_keys = schedule.rank_keys()
+    if rank_keys is None:
         return None
-    if Overlap in types:
-        is_pair = list(map(is_, map(type, ops), repeat(Overlap)))
-        lone = list(map(not_, is_pair))
-        pairs_at = list(compress(range(len(ops)), is_pair))
-        singles = list(compress(ops, lone))
-        parts = singles + list(chain.from_iterable(map(_HALVES, compress(ops, is_pair))))
-        keys = _key_list(parts)
-        pair_rank = list(compress(rank_of, is_pair))
-        part_rank = list(compress(rank_of, lone)) + list(chain.from_iterable(
-            zip(pair_rank, pair_rank)))
-        op_keys = _merge(ops, keys, len(singles))
-    else:
-        keys = op_keys = _key_list(ops)
-        part_rank = rank_of
-    cls = list(map(and_, keys, repeat(_MASK)))
+    S, M, P = schedule.num_stages, schedule.M, schedule.P
+    sizes = list(map(len, rank_keys))
+    bounds = [0, *accumulate(sizes)]
+    n = bounds[-1]
+    keys = list(chain.from_iterable(rank_keys))
+    rank_of = list(chain.from_iterable(map(repeat, range(P), sizes)))
+    parts, part_op, pair_at = keys, None, []
+    if keys and max(keys) >= PAIR_BASE:              # overlapped pairs: a part each half
+        is_pair = list(map(ge, keys, repeat(PAIR_BASE)))
+        pair_at = list(compress(range(n), is_pair))
+        parts = list(map(and_, keys, repeat(PAIR_BASE - 1)))
+        parts += map(rshift, compress(keys, is_pair), repeat(PAIR_SHIFT))
+        part_op = list(range(n)) + pair_at
+    N = len(parts)
+    cls = list(map(and_, parts, repeat(_MASK)))
     present = set(cls)
-    if keys and (min(keys) < 0 or max(keys) >= M * KEY_STRIDE or max(present) >= 4 * S):
+    if parts and (min(parts) < 0 or max(parts) >= M * KEY_STRIDE or max(present) >= 4 * S):
         return None                                  # a stage or microbatch out of range
-    keyset = set(keys)
-    if len(keyset) < len(keys):
+    if _off_its_rank(schedule, cls, bounds, pair_at, rank_of):
+        return None
+    idx = dict(zip(parts, range(N)))
+    if len(idx) < N:
         return None                                  # an action run twice
-    if {1, 2} <= {c & 3 for c in present} and not keyset.isdisjoint(
-            [k + 1 for k, b in zip(keys, map(eq, map(and_, keys, repeat(3)), repeat(1))) if b]):
-        return None                                  # both B and I for one action
-    place = [schedule.stage_to_rank[c >> 2] for c in range(4 * S)]
-    if any(map(ne, map(place.__getitem__, cls), part_rank)):
-        return None                                  # an action off its stage's rank
-    one, mixed_b = _tables(schedule, present)
-    offset, flag = [o for o, _ in one], [f for _, f in one]
-    look = list(map(xor, map(add, keys, map(offset.__getitem__, cls)), map(flag.__getitem__, cls)))
-    nothing = [o == _FAR for o in offset]
-    always = list(map(add, compress(keys, map(nothing.__getitem__, cls)), repeat(_FAR)))
-    pairs = {}
-    if op_keys is not keys:
-        pair_looks = iter(look[len(singles):])
-        for i in pairs_at:                       # a pair's own other half is no input
-            x, y = next(pair_looks), next(pair_looks)
-            inside = op_keys[i]
-            if (x if x >= 0 else ~x) in inside:
-                pairs[i] = () if (y if y >= 0 else ~y) in inside else (y,)
-            else:
-                pairs[i] = (x,) if (y if y >= 0 else ~y) in inside else (x, y)
-        look = _merge(ops, look, len(singles), _PAIR)
-        cls = [k & _MASK if type(k) is int else (k[0] & _MASK, k[1] & _MASK) for k in op_keys]
-    return Plan(ops, rank_of, op_keys, look, cls, bounds, keyset, always, pairs, mixed_b)
+    if {1, 2} <= {c & 3 for c in present} and _b_and_i_for_one_action(parts, idx):
+        return None
+    offset, flag, mixed = _tables(schedule, present)
+    sentinel = N
+    dep = list(map(xor, map(idx.get, map(add, parts, map(offset.__getitem__, cls)),
+                            repeat(sentinel)), map(flag.__getitem__, cls)))
+    if (sentinel in dep or ~sentinel in dep) and not _found_in_mixed(
+            dep, cls, parts, idx, mixed, flag, sentinel):
+        return None                                  # an input nobody makes
+    pair = -(N + 2)
+    two, extra = {}, {}
+    for j, i in enumerate(pair_at):
+        e = n + j
+        extra[i], deps = e, []
+        for d in (dep[i], dep[e]):
+            if d >= 0 and d not in (i, e):
+                deps.append(d)
+            elif d < 0 and part_op[~d] > i:
+                return None                          # made here, but only later
+        two[i], dep[i] = tuple(deps), pair
+    if pair_at:                                      # a part made here: by its op's index
+        dep = [d if d >= 0 or d == pair else ~part_op[~d] for d in dep[:n]]
+    op_cls = cls[:n] if pair_at else cls
+    for j, i in enumerate(pair_at):
+        op_cls[i] = (cls[i], cls[n + j])
+    return Plan(n, keys, rank_of, bounds, op_cls, dep, two, extra, sentinel)
 
 
-def _merge(ops, keys, n_singles, pair=None) -> list:
-    """Per op its key, or its overlapped pair's two keys (``pair`` in their place when
-    given), from singles-then-pairs order."""
-    singles, pairs = iter(keys[:n_singles]), iter(keys[n_singles:])
-    if pair is not None:
-        return [pair if type(op) is Overlap else next(singles) for op in ops]
-    return [(next(pairs), next(pairs)) if type(op) is Overlap else next(singles) for op in ops]
+def _off_its_rank(schedule, cls, bounds, pair_at, rank_of) -> bool:
+    """Some action runs on a rank other than its stage's (checked per distinct class)."""
+    place = schedule.stage_to_rank
+    for r in range(len(bounds) - 1):
+        if any(place[c >> 2] != r for c in set(cls[bounds[r]:bounds[r + 1]])):
+            return True
+    n = bounds[-1]
+    return any(place[cls[n + j] >> 2] != rank_of[i] for j, i in enumerate(pair_at))
+
+
+def _b_and_i_for_one_action(parts, idx) -> bool:
+    """Some stage and microbatch has both a B and an I (the reference decides)."""
+    return any(k + 1 in idx for k in parts if k & 3 == 1)
+
+
+def _found_in_mixed(dep, cls, parts, idx, mixed, flag, sentinel) -> bool:
+    """Fill in, in place, the backward inputs looked for as a B where that stage ran an I;
+    False if some input is still missing."""
+    for p, d in enumerate(dep):
+        if d == sentinel or d == ~sentinel:
+            c = cls[p]
+            if c not in mixed:
+                return False
+            d = idx.get(parts[p] + mixed[c] + 1)
+            if d is None:
+                return False
+            dep[p] = d ^ flag[c]
+    return True
 
 
 def _tables(schedule: Schedule, present: set[int]):
-    """Per class ``stage·4 + kind``: ``(offset, flag)`` of the one key a lone op looks up
-    (``look = (key + offset) ^ flag``): its input made on another rank (flag 0), else what
-    must already have run on this rank (flag -1): an input made here (the V's turn), else
-    its own stage's earlier part (a W's I, a last stage's F: an input implies it, since
-    its maker needed it), else nothing (``_FAR``, always done). A backward's input is the
-    next stage's B, or its I where only I's run there; ``mixed_b`` has the B classes of
-    stages that run both (a look-up that misses a B there tries the I)."""
+    """Per class ``stage·4 + kind``: the offset from an action's key to the key it looks up,
+    and a flag, 0 or -1 (xor'ed onto the index found). The look-up is its input made on
+    another rank (flag 0), else something that must already have run on this rank (flag
+    -1, so ``~index``): an input made here (the V's turn), else its own stage's earlier
+    part (a W's I, a last stage's B's F: an input implies it, since its maker needed it),
+    else itself (nothing to wait for: a first stage's F). A backward's input is the next
+    stage's B, or its I where only I's run there; ``mixed`` has the backward classes whose
+    next stage runs both (look for the B, then the I: offset + 1)."""
     first, last = schedule._stage_ends
     place = schedule.stage_to_rank
-    one, mixed_b = [], set()
+    offset, flag, mixed = [], [], {}
     for s in range(schedule.num_stages):
-        up = None if first[s] else s - 1
         down = None if last[s] else s + 1
         b_there = down is not None and 4 * down + 1 in present
-        split = down is not None and not b_there and 4 * down + 2 in present
-        if b_there and 4 * down + 2 in present:
-            mixed_b.add(4 * down + 1)
-        inputs = [None if up is None else (-4, up), None, None, None]
-        if down is not None:
-            inputs[1:3] = [(4 + split, down), (3 + split, down)]      # from B, from I
-        for c, own in enumerate((None, -1, -2, -1)):
-            off, at = inputs[c] or (None, None)
-            here = off is not None and place[at] == place[s]
-            one.append((off, 0) if off is not None and not here else
-                       (off, -1) if off is not None else (own, -1) if own else (_FAR, 0))
-    return one, mixed_b
+        i_there = down is not None and 4 * down + 2 in present
+        for code in range(4):
+            if code == 0:
+                target, off = (None, None) if first[s] else (s - 1, -4)
+            elif code == 3:
+                target, off = s, -1                            # W: its own I
+            elif down is None:
+                target, off = s, -code                         # last stage: its own F
+            else:
+                target, off = down, 4 + (1 if b_there or not i_there else 2) - code
+                if b_there and i_there:
+                    mixed[4 * s + code] = off
+            if target is None:
+                offset.append(0)
+                flag.append(-1)
+            else:
+                offset.append(off)
+                flag.append(-1 if place[target] == place[s] else 0)
+    return offset, flag, mixed
 
 
-def _waits_for(key: int, pl: Plan) -> int | None:
-    """The key of the input a blocked op waits for (B, else I where the stage runs both),
-    or None: nobody makes it."""
-    if key in pl.keyset:
-        return key
-    return key + 1 if (key & _MASK) in pl.mixed_b and key + 1 in pl.keyset else None
-
-
-def _found(key: int, pl: Plan, done: dict):
-    """What a missed look-up finds after all: the I where a B was looked for (its stage
-    runs both), else None."""
-    if (key & _MASK) in pl.mixed_b:
-        return done.get(key + 1)
-    return None
-
-
-def first_run(pl: Plan, dur: list[float], comm: float, P: int):
-    """The reference's worklist: ``(start, end)`` with ``pl.order``, ``pl.dep`` and
-    ``pl.two`` filled in, or None where the reference must answer. A rank runs until an
-    input from another rank is missing, then waits for that action's key."""
-    keys, look, bounds = pl.keys, pl.look, pl.bounds
-    n = len(keys)
-    start, end, dep, two, stretches = [0.0] * n, [0.0] * (n + 2), [n] * n, {}, []
-    done = dict.fromkeys(pl.always, n)           # key -> the op that ran it
-    get = done.get
-    pointer, free_at = bounds[:P], [0.0] * P
-    waiting: dict[int, list[int]] = {}
+def first_run(pl: Plan, dur: list[float], comm: float):
+    """The reference's worklist: ``(start, end)``, ``pl.order`` filled in, or None where
+    the reference must answer (a deadlock, or something made on this rank only later). A
+    rank runs until an input from another rank is missing, then waits for that part."""
+    n, dep, two, extra, bounds = pl.n, pl.dep, pl.two, pl.extra, pl.bounds
+    P, pair = len(bounds) - 1, -(pl.sentinel + 2)
+    start, end = [0.0] * n, [None] * (pl.sentinel + 2)
+    end[pl.sentinel] = float("-inf")
+    waiter = [-1] * pl.sentinel
+    pointer, free_at, stretches = bounds[:P], [0.0] * P, []
     todo = list(range(P))
+    pop, push = todo.pop, todo.append
     while todo:
-        rank = todo.pop()
+        rank = pop()
         i0 = i = pointer[rank]
         stop, t = bounds[rank + 1], free_at[rank]
         while i < stop:
-            x = look[i]
-            if x >= 0:                           # an input from another rank
-                d = get(x)
-                if d is None:
-                    d = _found(x, pl, done)
-                    if d is None:
-                        w = _waits_for(x, pl)
-                        if w is None:
-                            return None          # nobody makes it
-                        waiting.setdefault(w, []).append(rank)
+            d = dep[i]
+            if d >= 0:
+                e = end[d]
+                if e is None:
+                    waiter[d] = rank
+                    break
+                e += comm
+                if e > t:
+                    t = e
+            elif d != pair:
+                if ~d > i:                       # made on this rank, but later: stuck
+                    break
+            else:
+                for d in two[i]:
+                    e = end[d]
+                    if e is None:
+                        waiter[d] = rank
                         break
-                if d < n:
-                    e = end[d] + comm
+                    e += comm
                     if e > t:
                         t = e
-                    dep[i] = d
-            elif ~x not in done:
-                if x != _PAIR:
-                    if _found(~x, pl, done) is None:
-                        return None              # the same rank runs it later, or nobody
                 else:
-                    got = _pair(pl, i, done, end, comm, t, two)
-                    if type(got) is not float:
-                        if got is None:
-                            return None
-                        waiting.setdefault(got[0], []).append(rank)
-                        break
-                    t = got
-                    dep[i] = -1
                     start[i] = t
                     t += dur[i]
-                    end[i] = t
-                    for a in keys[i]:            # woken part by part, as the reference does
-                        done[a] = i
-                        if a in waiting:
-                            todo.extend(waiting.pop(a))
+                    x = extra[i]
+                    end[i] = end[x] = t
+                    for part in (i, x):          # woken part by part, as the reference does
+                        if waiter[part] >= 0:
+                            push(waiter[part])
                     i += 1
                     continue
-            k = keys[i]
-            done[k] = i
+                break
             start[i] = t
             t += dur[i]
             end[i] = t
-            if k in waiting:
-                todo.extend(waiting.pop(k))
+            if waiter[i] >= 0:
+                push(waiter[i])
             i += 1
         stretches.append(range(i0, i))
         pointer[rank], free_at[rank] = i, t
     order = list(chain.from_iterable(stretches))
     if len(order) < n:
         return None
-    pl.order, pl.dep, pl.two = order, dep, two
+    pl.order = order
     return start, end
-
-
-def _pair(pl: Plan, i: int, done, end, comm, t, two):
-    """An overlapped pair's ready time; ``(key,)`` of the input it waits for; None where
-    the reference must answer. Its looks in the reference's order (``Plan.look``); the
-    inputs from other ranks are kept in ``two[i]``."""
-    found, n = [], len(pl.keys)
-    for x in pl.pairs[i]:
-        if x >= 0:
-            d = done.get(x)
-            if d is None:
-                d = _found(x, pl, done)
-                if d is None:
-                    w = _waits_for(x, pl)
-                    return None if w is None else (w,)
-            if d < n:
-                e = end[d] + comm
-                if e > t:
-                    t = e
-                found.append(d)
-        elif ~x not in done and _found(~x, pl, done) is None:
-            return None
-    two[i] = tuple(found)
-    return float(t)
 
 
 def rerun(pl: Plan, dur: list[float], comm: float):
     """Times along the recorded run order: one straight pass, every input already done."""
-    dep, two, n = pl.dep, pl.two, len(pl.dep)
-    start, end = [0.0] * n, [0.0] * (n + 2)
-    end[n] = float("-inf")                       # "no input": never the later one
-    prev = list(range(-1, n - 1))
-    for b in pl.bounds[:-1]:
-        if b < n:
-            prev[b] = n + 1                      # a rank's first op: free at 0.0
+    n, dep, two, extra, prev = pl.n, pl.dep, pl.two, pl.extra, pl.predecessors()
+    pair = -(pl.sentinel + 2)
+    start, end = [0.0] * n, [0.0] * (pl.sentinel + 2)
+    end[pl.sentinel] = float("-inf")                 # "no input": never the later one
     for i in pl.order:
         t = end[prev[i]]
         d = dep[i]
@@ -303,11 +287,14 @@ def rerun(pl: Plan, dur: list[float], comm: float):
             e = end[d] + comm
             if e > t:
                 t = e
-        else:
+        elif d == pair:
             for d in two[i]:
                 e = end[d] + comm
                 if e > t:
                     t = e
+            start[i] = t
+            end[i] = end[extra[i]] = t + dur[i]
+            continue
         start[i] = t
         end[i] = t + dur[i]
     return start, end
@@ -320,9 +307,9 @@ def _representative(c) -> Op:
     return Action(c >> 2, KINDS[c & 3], 0)
 
 
-def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
-            by_class: bool = False) -> list[Event] | None:
-    """Events as the reference gives them, or None where the reference must answer.
+def run(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
+        by_class: bool = False) -> Run | None:
+    """The reference's times as columns, or None where the reference must answer.
 
     ``by_class=True`` promises that ``duration`` depends only on an op's kind and stages
     (true of ``Costs.duration_fn``): it is then asked once per class, not once per op.
@@ -334,18 +321,19 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0
         if by_class:
             table = {c: duration(_representative(c)) for c in set(pl.cls)}
             dur = list(map(table.__getitem__, pl.cls))
+            values = table.values()
         else:
-            dur = list(map(duration, pl.ops))
-        if not all(x >= 0 for x in (table.values() if by_class else dur)):
+            dur = values = list(map(duration, chain.from_iterable(schedule.ranks)))
+        if not all(x >= 0 for x in values):
             return None                          # NaN too: the reference decides
-        if pl.order is None:
-            times = first_run(pl, dur, comm, schedule.P)
-            if times is None:
-                return None
-            pl.by_order = (list(map(pl.rank.__getitem__, pl.order)),
-                           list(map(pl.ops.__getitem__, pl.order)))
-        else:
-            times = rerun(pl, dur, comm)
-        order, (ranks, ops), (start, end) = pl.order, pl.by_order, times
-        return list(map(_new_event, zip(ranks, ops, map(start.__getitem__, order),
-                                        map(end.__getitem__, order))))
+        times = rerun(pl, dur, comm) if pl.order is not None else first_run(pl, dur, comm)
+        if times is None:
+            return None
+        return Run(pl.order, pl.rank, times[0], times[1], pl.bounds, pl.keys, pl.memo)
+
+
+def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
+            by_class: bool = False) -> list | None:
+    """Events as the reference gives them, or None where the reference must answer."""
+    r = run(schedule, duration, comm, by_class)
+    return None if r is None else run_events(r, schedule)

@@ -6,10 +6,12 @@ same schedule can be compared number for number and drawn one over the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
+from functools import partial, reduce
+from itertools import accumulate, chain, repeat
+from operator import add, and_, attrgetter, sub
 from typing import Iterable, NamedTuple
 
-from .ir import Op, Schedule, parse_op
+from .ir import KINDS, PAIR_BASE, PAIR_SHIFT, Op, Schedule, gc_paused, parse_op
 
 
 class Event(NamedTuple):
@@ -115,9 +117,45 @@ class Timeline:
     #: the metrics below read compute events only
     transfers: list[Transfer] = field(default_factory=list)
 
+    # ---- columns: a simulation's events before any is read ------------------------------
+    @classmethod
+    def from_run(cls, schedule: Schedule, run, source: str = "simulated",
+                 meta: dict | None = None) -> "Timeline":
+        """A timeline kept as the simulator's columns (``simulate_fast.Run``: per op its
+        rank, start and end, plus the run order). ``events`` is made on first read; the
+        metrics, the per-rank figures and the canvases' strips read the columns, so a
+        64-rank pipeline's slider move never builds its ~100 000 Event objects."""
+        tl = cls.__new__(cls)
+        tl.__dict__.update(num_ranks=schedule.P, source=source, schedule=schedule,
+                           meta={} if meta is None else meta, transfers=[], _run=run)
+        return tl
+
+    def __getattr__(self, name):
+        run = self.__dict__.get("_run")
+        if name != "events" or run is None:
+            raise AttributeError(name)
+        events = self.__dict__["events"] = run_events(run, self.schedule)
+        return events
+
+    def _columns(self):
+        """The simulator's columns while no event has been read (then the events rule:
+        a caller may have changed them)."""
+        return None if "events" in self.__dict__ else self.__dict__.get("_run")
+
+    def _rank_slices(self, run):
+        """Per rank, its ops' starts and ends in run order."""
+        b, start, end = run.bounds, run.start, run.end
+        return [(start[lo:hi], end[lo:hi]) for lo, hi in zip(b, b[1:])]
+
     # ---- metrics -------------------------------------------------------------------------
     def _extent(self) -> tuple[float, float, list[float]]:
         """(first start, last end, busy time per rank) in one pass over the events."""
+        run = self._columns()
+        if run is not None:                 # the columns never change: worked out once
+            extent = self.__dict__.get("_run_extent")
+            if extent is None:
+                extent = self.__dict__["_run_extent"] = _run_extent(self, run)
+            return extent[0], extent[1], list(extent[2])
         start, end, busy = float("inf"), float("-inf"), [0.0] * self.num_ranks
         for e in self.events:
             if e.start < start:
@@ -142,6 +180,13 @@ class Timeline:
     def events_by_rank(self) -> list[list[Event]]:
         """``rank_events(r)`` for every rank in one pass over the events (a loop over
         ``rank_events`` reads all events once per rank, slow at P = 64)."""
+        run = self._columns()
+        if run is not None:           # a rank's run order is its (start, end) order
+            new, ops, b = partial(tuple.__new__, Event), _flat_ops(self.schedule), run.bounds
+            with gc_paused():
+                return [list(map(new, zip(repeat(r), ops[lo:hi], run.start[lo:hi],
+                                          run.end[lo:hi])))
+                        for r, (lo, hi) in enumerate(zip(b, b[1:]))]
         out: list[list[Event]] = [[] for _ in range(self.num_ranks)]
         for e in self.events:
             out[e.rank].append(e)
@@ -177,6 +222,9 @@ class Timeline:
     @property
     def spans(self) -> list[float]:
         """Per rank: first op's start to last op's end (0 for a rank that ran nothing)."""
+        run = self._columns()
+        if run is not None:
+            return [max(e) - min(s) if s else 0.0 for s, e in self._rank_slices(run)]
         first = [float("inf")] * self.num_ranks
         last = [float("-inf")] * self.num_ranks
         for e in self.events:
@@ -195,6 +243,12 @@ class Timeline:
     @property
     def peak_inflight(self) -> list[int]:
         """Per-rank peak of activations alive, in the order the events actually ran."""
+        run = self._columns()
+        if run is not None:                 # the run order is the schedule's: kept with it
+            peaks = run.memo.get("peaks")
+            if peaks is None:
+                peaks = run.memo["peaks"] = run_peaks(run)
+            return list(peaks)
         return [int(round(max(inflight_profile(e.op for e in evs), default=0)))
                 for evs in self.events_by_rank()]
 
@@ -229,6 +283,27 @@ class Timeline:
                                 for t in self.transfers]
         return out
 
+    def ops_per_rank(self) -> list[int]:
+        """How many ops each rank ran (read off the columns where there are any)."""
+        run = self._columns()
+        if run is not None:
+            b = run.bounds
+            return list(map(sub, b[1:], b))
+        return list(map(len, self.events_by_rank()))
+
+    def rank_strip_columns(self):
+        """Per rank ``(starts, ends, kinds)`` in run order, read off the columns where
+        there are any (``scene.panels.rank_strips`` draws a 64-rank pipeline from these)."""
+        run = self._columns()
+        if run is None:
+            return [([e.start for e in evs], [e.end for e in evs], [e.op.kind for e in evs])
+                    for evs in self.events_by_rank()]
+        kinds = run.memo.get("kinds")
+        if kinds is None:
+            kinds = run.memo["kinds"] = op_kinds(run.keys)
+        b = run.bounds
+        return [(s, e, kinds[lo:hi]) for (s, e), lo, hi in zip(self._rank_slices(run), b, b[1:])]
+
     @classmethod
     def measured(cls, schedule: Schedule, rows, meta: dict) -> "Timeline":
         """A real step's ``(rank, action text, start, end)`` rows, moved to start at 0."""
@@ -244,3 +319,55 @@ class Timeline:
                           float(t["start"]), float(t["end"])) for t in d.get("transfers", ())]
         return cls(int(d["num_ranks"]), events, d.get("source", "measured"), schedule,
                    dict(d.get("meta", {})), xfers)
+
+
+def _flat_ops(schedule: Schedule) -> list[Op]:
+    return list(chain.from_iterable(schedule.ranks))
+
+
+def run_events(run, schedule: Schedule) -> list[Event]:
+    """A simulation's Event objects from its columns, in the reference's order."""
+    order, ops = run.order, _flat_ops(schedule)
+    new = partial(tuple.__new__, Event)
+    with gc_paused():
+        return list(map(new, zip(map(run.rank.__getitem__, order), map(ops.__getitem__, order),
+                                 map(run.start.__getitem__, order),
+                                 map(run.end.__getitem__, order))))
+
+
+def _run_extent(tl: Timeline, run) -> tuple[float, float, list[float]]:
+    """``Timeline._extent`` from columns, with the same float sums (each rank's busy time
+    added up op by op in run order, as the loop over events does)."""
+    slices = tl._rank_slices(run)
+    busy = [reduce(add, map(sub, e, s), 0.0) for s, e in slices]
+    if not run.order:
+        return 0.0, 0.0, busy
+    return (min(min(s) for s, _ in slices if s), max(max(e) for s, e in slices if e), busy)
+
+
+def op_kinds(keys) -> list[str]:
+    """Each op's kind (``"FB"`` for an overlapped pair) from its integer key."""
+    if keys and max(keys) >= PAIR_BASE:
+        return [KINDS[k & 3] if k < PAIR_BASE else "FB" for k in keys]
+    return list(map(KINDS.__getitem__, map(and_, keys, repeat(3))))
+
+
+#: what an op does to its rank's live activations: a forward adds one, a B or W frees it
+_DELTA = (1, -1, 0, -1)
+
+
+def run_peaks(run) -> list[int]:
+    """``inflight_profile``'s peak per rank, from the keys of a run the simulator accepted
+    (so each B or W frees a forward run earlier on its rank); an overlapped pair counts
+    its forward's activation before its backward frees one, as the profile does."""
+    b, keys, out = run.bounds, run.keys, []
+    for lo, hi in zip(b, b[1:]):
+        row = keys[lo:hi]
+        if row and max(row) >= PAIR_BASE:
+            steps = chain.from_iterable((_DELTA[k & 3],) if k < PAIR_BASE else
+                                        (1, _DELTA[(k >> PAIR_SHIFT) & 3]) for k in row)
+        else:
+            steps = map(_DELTA.__getitem__, map(and_, row, repeat(3)))
+        out.append(max(accumulate(steps), default=0))
+    return out
+

@@ -67,6 +67,11 @@ def test_every_generator_any_costs_same_events_and_figures(data):
     assert simulate_fast.execute(sched, costs.duration_fn(sched), costs.comm, True) is not None
     fast = simulate(sched, costs, executor="fast")
     ref = simulate(sched, costs, executor="reference")
+    assert "events" not in vars(fast)           # columns: every figure before any event
+    assert figures(fast) == figures(ref)
+    assert fast.events_by_rank() == ref.events_by_rank()
+    assert fast.rank_strip_columns() == ref.rank_strip_columns()
+    assert "events" not in vars(fast)
     assert [(e.rank, str(e.op), e.start, e.end) for e in fast.events] == \
         [(e.rank, str(e.op), e.start, e.end) for e in ref.events]
     assert fast.events == ref.events
