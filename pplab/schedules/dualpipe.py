@@ -14,61 +14,53 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..ir import Op, Overlap, Schedule
-from ._common import B, F, I, W, build, check_basics, v_placement
+from ..ir import Schedule
+from ._common import Streams, check_basics, v_placement
 
 
-def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> list[Op]:
-    """One rank's ops. ``n`` ranks per flow, ``k`` this rank's depth in phase 0 (0 = first),
-    ``chunks`` microbatches per phase, ``stages`` the stage ids of phase 0 and phase 1."""
-    fwd, bwd = [0, 0], [0, 0]
+def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> list:
+    """One rank's ops as keys (a pair as a tuple of two). ``n`` ranks per flow, ``k`` this
+    rank's depth in phase 0 (0 = first), ``chunks`` microbatches per phase, ``stages`` the
+    stage ids of phase 0 and phase 1. Phases 1-5 are patterns repeated, each kind and stage
+    taking its microbatches in order (``Streams``); 6-8 are O(n) ops, written out."""
+    s0, s1 = stages
+    f0, b0, f1, b1 = ("F", s0), ("B", s0), ("F", s1), ("B", s1)
+    out = Streams()
+    out.repeat([f0], (n - k - 1) * 2)                       # 1: forwards of phase 0
+    out.repeat([f0, f1], k + 1)                             # 2: forwards of both phases
+    out.repeat([("I", s1), ("W", s1), f1], n - k - 1)       # 3: I, W, F of phase 1
+    steady = chunks - 2 * n + k + 1                         # 4: steady, overlapped pairs
+    if steady > 0 and k == n - 1:                           #    (middle rank: no overlap at
+        out.repeat([f0, b1, (f1, b0)], 1)                   #     first, it would stall)
+        steady -= 1
+    out.repeat([(f0, b1), (f1, b0)], steady)
+    out.repeat([b1, (f1, b0)], n - k - 1)                   # 5: drain phase 1 forwards
+    _drain(out, n, k, stages)
+    return out.keys
+
+
+def _drain(out: Streams, n: int, k: int, stages: tuple[int, int]) -> None:
+    """Phases 6-8: backwards of both phases, the later half split into I and a W queued for
+    a bubble; then W then B of phase 0; then the W's left."""
     pending_w: deque = deque()
-    ops: list[Op] = []
 
-    def forward(p):
-        fwd[p] += 1
-        return F(stages[p], fwd[p] - 1)
+    def backward(p: int, split: bool) -> None:
+        k = out.one("I" if split else "B", stages[p])
+        if split:
+            pending_w.append(k + 1)                        # the same microbatch's W
 
-    def backward(p, split=False):
-        bwd[p] += 1
-        mb = bwd[p] - 1
-        if split:                      # input grads now, weight grads queued for a bubble
-            pending_w.append(W(stages[p], mb))
-            return I(stages[p], mb)
-        return B(stages[p], mb)
-
-    def weight():
-        return pending_w.popleft()
-
-    is_middle = k == n - 1
-    for _ in range((n - k - 1) * 2):                       # 1: forwards of phase 0
-        ops.append(forward(0))
-    for _ in range(k + 1):                                 # 2: forwards of both phases
-        ops += [forward(0), forward(1)]
-    for _ in range(n - k - 1):                             # 3: I, W, F of phase 1
-        ops += [backward(1, split=True), weight(), forward(1)]
-    for i in range(chunks - 2 * n + k + 1):                # 4: steady, overlapped pairs
-        if i == 0 and is_middle:                           #    (middle rank: no overlap at
-            ops += [forward(0), backward(1)]               #     first, it would stall)
-        else:
-            ops.append(Overlap(forward(0), backward(1)))
-        ops.append(Overlap(forward(1), backward(0)))
-    for _ in range(n - k - 1):                             # 5: drain phase 1 forwards
-        ops.append(backward(1))
-        ops.append(Overlap(forward(1), backward(0)))
-    split = False
-    steps6 = k + 1
+    split, steps6 = False, k + 1
     for i in range(steps6):                                # 6: backwards; later half split
         if i == steps6 // 2 and k % 2 == 1:
             split = True
-        ops.append(backward(1, split))
+        backward(1, split)
         if i == steps6 // 2 and k % 2 == 0:
             split = True
-        ops.append(backward(0, split))
+        backward(0, split)
     for _ in range(n - k - 1):                             # 7: W then B of phase 0
-        ops += [weight(), backward(0, split=True)]
-    ops += list(pending_w)                                 # 8: remaining W's
-    return ops
+        out.keys.append(pending_w.popleft())
+        backward(0, True)
+    out.keys += pending_w                                  # 8: remaining W's
 
 
 def dualpipe(P: int, M: int, V: int = 1) -> Schedule:
@@ -99,7 +91,7 @@ def dualpipe(P: int, M: int, V: int = 1) -> Schedule:
             stages = (P + (P - 1 - r), r)      # phase 0: copy 1 at depth P-1-r
         ranks.append(_eight_phase_order(half, k, M // 2, stages))
     placement = list(range(P)) + [P - 1 - i for i in range(P)]
-    return build("dualpipe", P, M, placement, ranks, V=1, copies=2)
+    return Schedule.from_keys("dualpipe", P, M, placement, ranks, 1, copies=2)
 
 
 def dualpipev(P: int, M: int, V: int = 2) -> Schedule:
@@ -119,4 +111,4 @@ def dualpipev(P: int, M: int, V: int = 2) -> Schedule:
         raise ValueError(f"dualpipev needs M ≥ 2P (the number of stages), got M={M}, P={P}; "
                          f"try M={2 * P}")
     ranks = [_eight_phase_order(P, r, M, (r, 2 * P - 1 - r)) for r in range(P)]
-    return build("dualpipev", P, M, v_placement(P), ranks, V=2)
+    return Schedule.from_keys("dualpipev", P, M, v_placement(P), ranks, 2)

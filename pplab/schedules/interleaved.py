@@ -1,8 +1,10 @@
 """Virtual stages: each rank holds V non-adjacent chunks of layers (looped placement)."""
 from __future__ import annotations
 
+from itertools import chain
+
 from ..ir import Schedule
-from ._common import B, F, actions, build, check_basics, looped_placement
+from ._common import B, F, build, check_basics, key_run, looped_placement
 
 
 def _chunk_order(P: int, M: int, V: int, rank: int, group: int, backward: bool):
@@ -20,17 +22,24 @@ def _chunk_order(P: int, M: int, V: int, rank: int, group: int, backward: bool):
     return order
 
 
-def _depth_first_rank(P: int, M: int, V: int, r: int, group: int):
+def _chunk_keys(P: int, M: int, V: int, rank: int, group: int, kind: str) -> list[int]:
+    """``_chunk_order`` as action keys of one kind (forwards visit the chunks up, backwards
+    down), one run of keys per group and chunk."""
+    chunks = range(V - 1, -1, -1) if kind == "B" else range(V)
+    return list(chain.from_iterable(
+        key_run(kind, c * P + rank, g0, min(group, M - g0))
+        for g0 in range(0, M, group) for c in chunks))
+
+
+def _depth_first_rank(P: int, M: int, V: int, r: int, group: int) -> list[int]:
     """One rank of Megatron's interleaved order with microbatches taken ``group`` at a time:
     a warm-up of forwards, then one forward one backward, then the remaining backwards."""
     total = M * V
-    fwd = _chunk_order(P, M, V, r, group, backward=False)
-    bwd = _chunk_order(P, M, V, r, group, backward=True)
     # Megatron's warm-up depth; with V = 1 it must reduce to plain 1F1B's P−r−1.
     depth = P - r - 1 if V == 1 else (P - r - 1) * 2 + (V - 1) * group
     warmup = min(total, depth)
-    forwards, backwards = actions("F", fwd), actions("B", bwd)
-    steady = [None] * (2 * (total - warmup))           # one forward, one backward, in turn
+    forwards, backwards = (_chunk_keys(P, M, V, r, group, k) for k in "FB")
+    steady = [0] * (2 * (total - warmup))              # one forward, one backward, in turn
     steady[0::2], steady[1::2] = forwards[warmup:], backwards[:total - warmup]
     return forwards[:warmup] + steady + backwards[total - warmup:]
 
@@ -51,7 +60,7 @@ def interleaved(P: int, M: int, V: int = 2) -> Schedule:
         raise ValueError(f"interleaved needs M to be a multiple of P (microbatches go round the "
                          f"ranks in groups of P), got M={M}, P={P}; try M={lo} or M={hi}")
     ranks = [_depth_first_rank(P, M, V, r, group=P) for r in range(P)]
-    return build("interleaved", P, M, looped_placement(P, V), ranks, V=V)
+    return Schedule.from_keys("interleaved", P, M, looped_placement(P, V), ranks, V)
 
 
 def breadth_first(P: int, M: int, V: int = 2) -> Schedule:
@@ -89,4 +98,4 @@ def bfs_1f1b(P: int, M: int, V: int = 2) -> Schedule:
         raise ValueError(f"bfs-1f1b needs M ≥ P (one group of microbatches must fill the "
                          f"pipeline), got M={M}, P={P}; try M={P}")
     ranks = [_depth_first_rank(P, M, V, r, group=M) for r in range(P)]
-    return build("bfs-1f1b", P, M, looped_placement(P, V), ranks, V=V)
+    return Schedule.from_keys("bfs-1f1b", P, M, looped_placement(P, V), ranks, V)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..ir import Op, Schedule
-from ._common import F, I, W, build, check_basics, no_virtual, v_placement
+from ..ir import KEY_STRIDE, Op, Schedule
+from ._common import F, I, W, Streams, build, check_basics, no_virtual, v_placement
 
 
 def zb_h1(P: int, M: int, V: int = 1) -> Schedule:
@@ -45,9 +45,6 @@ def zb_h1(P: int, M: int, V: int = 1) -> Schedule:
     return build("zb-h1", P, M, range(P), ranks)
 
 
-_MAKE = {"F": F, "I": I, "W": W}
-
-
 def zbv(P: int, M: int, V: int = 2) -> Schedule:
     """ZB-V: two chunks per rank in a V (rank r holds stages r and 2P−1−r), B split in I, W.
 
@@ -63,40 +60,28 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
     if V != 2:
         raise ValueError(f"zbv always has 2 stages per rank (a V shape), got V={V}; use V=2")
     n = max(M, 2 * P - 1)
-    ranks = []
-    for r in range(P):
-        down, up = r, 2 * P - 1 - r        # chunk on the way down, chunk on the way up
-        count = {"F": [0, 0], "I": [0, 0], "W": [0, 0]}     # next microbatch per kind, chunk
-        ops: list[Op] = []
+    ranks = [_zbv_rank(P, n, r) for r in range(P)]
+    if n != M:                                        # drop the extra microbatches
+        ranks = [[k for k in row if k < M * KEY_STRIDE] for row in ranks]
+    return Schedule.from_keys("zbv", P, M, v_placement(P), ranks, 2)
 
-        def emit(kind: str, chunk: int, stages=(down, up)) -> None:
-            c = count[kind]
-            ops.append(_MAKE[kind](stages[chunk], c[chunk]))
-            c[chunk] += 1
 
-        for _ in range(2 * (P - r) - 1):            # fill the way down
-            emit("F", 0)
-        for _ in range(r):                           # the way up starts arriving
-            emit("F", 1)
-            emit("F", 0)
-        for _ in range(P - r):                       # first backwards, W at once
-            emit("F", 1); emit("I", 1); emit("W", 1)
-        f = count["F"]
-        while f[0] < n or f[1] < f[0]:                 # steady state
-            if f[0] < n:
-                emit("F", 0)
-            emit("I", 0); emit("W", 0)
-            emit("F", 1); emit("I", 1); emit("W", 1)
-        for _ in range(r):                           # cool-down: input grads first
-            emit("I", 0); emit("I", 1)
-        for _ in range(P - r):
-            emit("I", 0); emit("W", 0)
-        while count["W"][1] < count["I"][1]:
-            emit("W", 1)
-        while count["W"][0] < count["I"][0]:
-            emit("W", 0)
-        ranks.append(ops if n == M else [op for op in ops if op.microbatch < M])
-    return build("zbv", P, M, v_placement(P), ranks, V=2)
+def _zbv_rank(P: int, n: int, r: int) -> list[int]:
+    """Rank r's ZB-V order for n microbatches as keys: each phase is a pattern of (kind,
+    chunk) repeated, each kind and chunk taking its microbatches in order."""
+    f0, i0, w0 = ("F", r), ("I", r), ("W", r)                 # the chunk on the way down
+    f1, i1, w1 = ("F", 2 * P - 1 - r), ("I", 2 * P - 1 - r), ("W", 2 * P - 1 - r)   # up
+    out = Streams()
+    out.repeat([f0], 2 * (P - r) - 1)               # fill the way down
+    out.repeat([f1, f0], r)                         # the way up starts arriving
+    out.repeat([f1, i1, w1], P - r)                 # first backwards, W at once
+    out.repeat([f0, i0, w0, f1, i1, w1], n - 2 * P + r + 1)     # steady state
+    out.repeat([i0, w0, f1, i1, w1], P - r - 1)     # the last forwards on the way up
+    out.repeat([i0, i1], r)                         # cool-down: input grads first
+    out.repeat([i0, w0], P - r)
+    out.repeat([w1], r)                             # the W's the cool-down postponed
+    out.repeat([w0], r)
+    return out.keys
 
 
 def _greedy_order(P: int, M: int, cap: int) -> list[list[Op]]:

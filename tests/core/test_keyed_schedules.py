@@ -1,0 +1,101 @@
+"""Schedules made as integer keys (``Schedule.from_keys``): the same schedules as before,
+equal to plain ones, and Action objects only when read.
+
+``tests/data/keyed_frozen.json`` holds a hash of every rank's action list for interleaved,
+bfs-1f1b, zbv, dualpipe and dualpipev, generated from the Action-building generators of
+5ee32fe, before they wrote keys (P 1..10, M 1..3P+2, every V each takes up to 3, and large
+(P, M) up to 64/256). A speed-up must not move an action; a deliberate change regenerates
+the file (``python tests/core/test_keyed_schedules.py``) and says why in its commit.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import pathlib
+import pickle
+
+import pytest
+
+from pplab import NAMES, make_schedule, simulate
+from pplab.ir import Action, KeyedSchedule, Overlap, Schedule, op_of_key, pair_key
+from pplab.schedules._common import Streams, key
+
+DATA = pathlib.Path(__file__).parent.parent / "data" / "keyed_frozen.json"
+KEYED = ("interleaved", "bfs-1f1b", "zbv", "dualpipe", "dualpipev")
+LARGE = ((16, 64), (32, 128), (64, 256))
+
+
+def cases() -> list[tuple[str, int, int, int]]:
+    out = []
+    for name in KEYED:
+        Vs = (1, 2, 3) if name in ("interleaved", "bfs-1f1b") else (2,) if "v" in name else (1,)
+        out += [(name, P, M, V) for P in range(1, 11) for M in range(1, 3 * P + 3) for V in Vs]
+        out += [(name, P, M, Vs[-1] if len(Vs) == 1 else 2) for P, M in LARGE]
+    return out
+
+
+def fingerprint(name: str, P: int, M: int, V: int) -> str:
+    """sha256 of the rank lists (one line per rank, actions by their text), or the error."""
+    try:
+        s = make_schedule(name, P, M, V)
+    except ValueError as e:
+        return f"ValueError: {e}"
+    text = "\n".join(" ".join(str(op) for op in ops) for ops in s.ranks)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def label(name, P, M, V) -> str:
+    return f"{name} P={P} M={M} V={V}"
+
+
+def test_keyed_generators_build_the_schedules_they_built_before():
+    frozen = json.loads(DATA.read_text())
+    assert set(frozen) == {label(*c) for c in cases()}
+    changed = [label(*c) for c in cases() if fingerprint(*c) != frozen[label(*c)]]
+    assert not changed
+
+
+@pytest.mark.parametrize("name", KEYED)
+def test_a_keyed_schedule_is_lazy_and_equal_to_the_plain_one(name):
+    s = make_schedule(name, 4, 8)
+    assert isinstance(s, KeyedSchedule) and "ranks" not in vars(s)
+    tl = simulate(s, tf=1, tb=2, tw=1)
+    tl.makespan, tl.peak_inflight, tl.bubble_rate_span
+    assert "ranks" not in vars(s)                  # simulated and measured without Actions
+    plain = Schedule(s.name, s.P, s.M, s.stage_to_rank, s.ranks, s.V, s.copies)
+    assert plain == s and s == plain and hash(plain) == hash(s) and not (plain != s)
+    other = dataclasses.replace(plain, name="other")
+    assert other != s and s != other
+    assert pickle.loads(pickle.dumps(s)) == s
+    assert dataclasses.replace(s, name="renamed").ranks == s.ranks
+    assert Schedule.from_dict(s.to_dict()) == s
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_keys_round_trip_for_every_schedule(name):
+    s = make_schedule(name, 4, 8)
+    again = Schedule.from_keys(s.name, s.P, s.M, s.stage_to_rank, s.rank_keys(), s.V, s.copies)
+    assert again == s and again.ranks == s.ranks
+    assert all(type(op) in (Action, Overlap) for ops in again.ranks for op in ops)
+
+
+def test_a_key_names_its_action_and_a_pair_both_halves():
+    assert op_of_key(key("W", 7, 300)) == Action(7, "W", 300)
+    pair = op_of_key(pair_key(key("F", 0, 3), key("B", 5, 1)))
+    assert pair == Overlap(Action(0, "F", 3), Action(5, "B", 1))
+    assert str(pair) == "(0F3;5B1)"
+
+
+def test_streams_number_each_kind_and_stage_in_order_b_and_i_sharing_one_count():
+    out = Streams()
+    out.repeat([("F", 0), ("B", 1)], 2)
+    out.one("I", 1)                            # the next backward of stage 1 is microbatch 2
+    out.repeat([(("F", 0), ("B", 1))], 1)
+    text = [str(op_of_key(k)) for k in out.keys]
+    assert text == ["0F0", "1B0", "0F1", "1B1", "1I2", "(0F2;1B3)"]
+
+
+if __name__ == "__main__":                        # regenerate: the current generators' hashes
+    DATA.write_text(json.dumps({label(*c): fingerprint(*c) for c in cases()}, indent=0,
+                               sort_keys=True) + "\n")
