@@ -42,8 +42,8 @@ def _peaks(tl) -> list[int]:
     each rank's run order, which the simulator follows, so a cost slider does not redo it
     (a third of a P=64, M=256 redraw)."""
     sched = tl.schedule
-    if tl.source != "simulated" or sched is None:
-        return tl.peak_inflight
+    if tl.source != "simulated" or sched is None or tl._columns() is not None:
+        return tl.peak_inflight             # measured, or read off the simulator's columns
     peaks = sched.__dict__.get("_canvas_peaks")
     if peaks is None:
         peaks = sched.__dict__["_canvas_peaks"] = peak_inflight(sched)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import itemgetter, lt, mul
 
 from ..ir import KIND_NAMES
 from ..text import metrics_line
@@ -32,7 +32,6 @@ GB = 1e9
 LANE_COLORS = {"act": "#56B4E9", "grad": "#E69F00", "a2a": "#555555"}
 LANE_NAMES = {"act": "activation message", "grad": "gradient message",
               "a2a": "expert all-to-all"}
-_START, _END = attrgetter("start"), attrgetter("end")
 
 
 def _r(x: float) -> float:
@@ -89,17 +88,20 @@ STRIP_AFTER = PLOT_PX // 3
 STRIP_CHARS = {"F": "F", "B": "B", "I": "I", "W": "W", "FB": "X"}
 
 
-def rank_strips(by_rank, t0: float, span: float, bins: int = PLOT_PX) -> list[str]:
+def rank_strips(columns, t0: float, span: float, bins: int = PLOT_PX) -> list[str]:
     """Per rank, one character per pixel column of ``span``: the kind running at the
-    column's centre (``STRIP_CHARS``) or "." when idle. The browser draws each run of one
-    character as one rectangle, so the scene is a few kilobytes at any P and M."""
+    column's centre (``STRIP_CHARS``) or "." when idle. ``columns``: per rank its ops'
+    ``(starts, ends, kinds)`` in run order (``Timeline.rank_strip_columns``). The browser
+    draws each run of one character as one rectangle, so the scene is a few kilobytes at
+    any P and M."""
     width = span / bins if span > 0 else 1.0
     centres = [t0 + (b + 0.5) * width for b in range(bins)]
     out = []
-    for evs in by_rank:                  # the last op starting at or before each centre
-        at = map(bisect_right, repeat(list(map(_START, evs)), bins), centres)
-        out.append("".join([STRIP_CHARS[evs[j - 1].op.kind] if j and c < evs[j - 1].end
-                            else "." for j, c in zip(at, centres)]))
+    for starts, ends, kinds in columns:     # the last op starting at or before each centre
+        at = list(map(bisect_right, repeat(starts, bins), centres))   # 0: none yet
+        ends = [float("-inf"), *ends]                                 # op j is at j + 1 now
+        busy = map(mul, map(lt, centres, map(ends.__getitem__, at)), at)   # 0 when idle
+        out.append("".join(map([".", *map(STRIP_CHARS.__getitem__, kinds)].__getitem__, busy)))
     return out
 
 
@@ -109,12 +111,12 @@ def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
     ``subtitle`` defaults to the metrics line (pass it when already computed). A box per
     op, or, once some rank runs more than ``STRIP_AFTER`` ops, a strip per rank
     (:func:`rank_strips`; ``boxes`` is then empty)."""
-    by_rank = tl.events_by_rank()
-    if max(map(len, by_rank), default=0) > STRIP_AFTER:
-        t0 = min(evs[0].start for evs in by_rank if evs)      # tl.start, without a pass
-        end = max(max(map(_END, evs)) for evs in by_rank if evs)
+    if max(tl.ops_per_rank(), default=0) > STRIP_AFTER:
+        columns = tl.rank_strip_columns()
+        t0 = min(starts[0] for starts, _, _ in columns if starts)   # tl.start, without a pass
+        end = max(max(ends) for _, ends, _ in columns if ends)
         span, boxes = end - t0, []
-        strips = rank_strips(by_rank, t0, span)
+        strips = rank_strips(columns, t0, span)
         kinds = {k for k, ch in STRIP_CHARS.items() if any(ch in row for row in strips)}
     else:
         boxes = timeline_boxes(tl)
