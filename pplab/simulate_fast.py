@@ -23,7 +23,7 @@ which raises its own, well-worded error.
 from __future__ import annotations
 
 from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, ge, rshift, xor
+from operator import add, and_, eq, ge, getitem, ne, not_, rshift
 from typing import Callable, NamedTuple
 
 from .ir import (KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op, Overlap, Schedule,
@@ -50,31 +50,39 @@ class Run(NamedTuple):
 class Plan:
     """One schedule's ops, keys and inputs, compiled once and kept on the schedule.
 
-    ``dep[i]``: the part from another rank whose end op i waits for, or ``~j`` for op j on
-    this rank that must have run (no wait, no time; ``~i``: nothing needed), or
-    ``-(sentinel + 2)`` for an overlapped pair, whose are ``two[i]``; a pair's second half
-    is part ``extra[i]``
-    (parts ``0..n-1`` are the ops themselves). ``prev[i]``: op i's predecessor on its rank
-    (``sentinel + 1``, "free at 0", for a rank's first op). After the first run: ``order``.
+    ``dep[i]``: the part op i looks up, its input from another rank (it waits for it), or
+    an op of its own rank that must already have run (no wait, no time; itself when it
+    needs nothing), or -1 for an overlapped pair, whose inputs from other ranks are
+    ``two[i]`` (part ``parts``, always done at -inf, where a half has none). Parts ``0..n-1`` are the ops; a pair's second half is part ``extra[i]``.
+    ``part_rank`` gives each part's rank. After the first run: ``order``.
     """
-    __slots__ = ("n", "keys", "rank", "bounds", "cls", "dep", "two", "extra", "sentinel",
-                 "prev", "order", "memo")
+    __slots__ = ("n", "keys", "rank", "part_rank", "bounds", "cls", "dep", "two", "extra",
+                 "order", "memo", "_straight")
 
-    def __init__(self, n, keys, rank, bounds, cls, dep, two, extra, sentinel):
-        self.n, self.keys, self.rank, self.bounds, self.cls = n, keys, rank, bounds, cls
-        self.dep, self.two, self.extra, self.sentinel = dep, two, extra, sentinel
-        self.prev = self.order = None
+    def __init__(self, n, keys, rank, part_rank, bounds, cls, dep, two, extra):
+        self.n, self.keys, self.rank, self.part_rank = n, keys, rank, part_rank
+        self.bounds, self.cls, self.dep, self.two, self.extra = bounds, cls, dep, two, extra
+        self.order = self._straight = None
         self.memo = {}
 
-    def predecessors(self) -> list[int]:
-        """``prev``, made on first use (only a second simulation needs it)."""
-        if self.prev is None:
-            prev = list(range(-1, self.n - 1))
+    @property
+    def parts(self) -> int:
+        return len(self.part_rank)
+
+    def straight(self):
+        """``(prev, cross)`` for the straight pass, made on first use (only a second
+        simulation needs them): each op's predecessor on its rank (``parts + 1``, "free at
+        0", for a rank's first op) and its input from another rank (``parts``, "none")."""
+        if self._straight is None:
+            n, none = self.n, self.parts
+            prev = list(range(-1, n - 1))
             for b in self.bounds[:-1]:
-                if b < self.n:
-                    prev[b] = self.sentinel + 1
-            self.prev = prev
-        return self.prev
+                if b < n:
+                    prev[b] = none + 1
+            pr = self.part_rank
+            cross = [d if d < 0 or pr[d] != r else none for d, r in zip(self.dep, self.rank)]
+            self._straight = prev, cross
+        return self._straight
 
 
 def plan(schedule: Schedule) -> Plan | None:
@@ -99,17 +107,19 @@ def _compile(schedule: Schedule) -> Plan | None:
     n = bounds[-1]
     keys = list(chain.from_iterable(rank_keys))
     rank_of = list(chain.from_iterable(map(repeat, range(P), sizes)))
-    parts, part_op, pair_at = keys, None, []
-    if keys and max(keys) >= PAIR_BASE:              # overlapped pairs: a part each half
+    parts, part_rank, pair_at = keys, rank_of, []
+    top = max(keys, default=0)
+    if top >= PAIR_BASE:                             # overlapped pairs: a part each half
         is_pair = list(map(ge, keys, repeat(PAIR_BASE)))
         pair_at = list(compress(range(n), is_pair))
         parts = list(map(and_, keys, repeat(PAIR_BASE - 1)))
         parts += map(rshift, compress(keys, is_pair), repeat(PAIR_SHIFT))
-        part_op = list(range(n)) + pair_at
+        part_rank = rank_of + list(map(rank_of.__getitem__, pair_at))
+        top = max(parts)
     N = len(parts)
     cls = list(map(and_, parts, repeat(_MASK)))
     present = set(cls)
-    if parts and (min(parts) < 0 or max(parts) >= M * KEY_STRIDE or max(present) >= 4 * S):
+    if parts and (min(keys) < 0 or top >= M * KEY_STRIDE or max(present) >= 4 * S):
         return None                                  # a stage or microbatch out of range
     if _off_its_rank(schedule, cls, bounds, pair_at, rank_of):
         return None
@@ -118,30 +128,42 @@ def _compile(schedule: Schedule) -> Plan | None:
         return None                                  # an action run twice
     if {1, 2} <= {c & 3 for c in present} and _b_and_i_for_one_action(parts, idx):
         return None
-    offset, flag, mixed = _tables(schedule, present)
+    offset, mixed = _tables(schedule, present)
     sentinel = N
-    dep = list(map(xor, map(idx.get, map(add, parts, map(offset.__getitem__, cls)),
-                            repeat(sentinel)), map(flag.__getitem__, cls)))
-    if (sentinel in dep or ~sentinel in dep) and not _found_in_mixed(
-            dep, cls, parts, idx, mixed, flag, sentinel):
+    dep = list(map(idx.get, map(add, parts, map(offset.__getitem__, cls)), repeat(sentinel)))
+    if sentinel in dep and not _found_in_mixed(dep, cls, parts, idx, mixed, sentinel):
         return None                                  # an input nobody makes
-    pair = -(N + 2)
-    two, extra = {}, {}
-    for j, i in enumerate(pair_at):
-        e = n + j
-        extra[i], deps = e, []
-        for d in (dep[i], dep[e]):
-            if d >= 0 and d not in (i, e):
-                deps.append(d)
-            elif d < 0 and part_op[~d] > i:
-                return None                          # made here, but only later
-        two[i], dep[i] = tuple(deps), pair
-    if pair_at:                                      # a part made here: by its op's index
-        dep = [d if d >= 0 or d == pair else ~part_op[~d] for d in dep[:n]]
+    two = extra = {}
+    if pair_at:
+        paired = _pairs(dep, n, pair_at, part_rank)
+        if paired is None:
+            return None
+        dep, two, extra = paired
     op_cls = cls[:n] if pair_at else cls
-    for j, i in enumerate(pair_at):
-        op_cls[i] = (cls[i], cls[n + j])
-    return Plan(n, keys, rank_of, bounds, op_cls, dep, two, extra, sentinel)
+    any(map(op_cls.__setitem__, pair_at, zip(map(cls.__getitem__, pair_at), cls[n:])))
+    return Plan(n, keys, rank_of, part_rank, bounds, op_cls, dep, two, extra)
+
+
+def _pairs(dep, n, pair_at, part_rank):
+    """``(dep, two, extra)`` with each overlapped pair's look-ups moved to ``two`` (its
+    inputs from other ranks) and ``dep`` -1; a part made on the op's own rank is named by
+    its op's index. None where a pair needs something its own rank makes only later."""
+    part_op = list(range(n)) + pair_at
+    out = dep[:n]
+    for i in compress(range(n), map(ge, out, repeat(n))):     # a pair's second half
+        if part_rank[out[i]] == part_rank[i]:
+            out[i] = part_op[out[i]]
+    ranks = list(map(part_rank.__getitem__, pair_at))
+    looks = (list(map(out.__getitem__, pair_at)), dep[n:])
+    cross = [list(map(ne, map(part_rank.__getitem__, d), ranks)) for d in looks]
+    for d, c in zip(looks, cross):                 # made here: must come earlier
+        if any(part_op[x] > i for x, i in compress(zip(d, pair_at), map(not_, c))):
+            return None
+    none = len(dep)                                # a part that is always done, at -inf
+    inputs = [map(getitem, zip(repeat(none), d), c) for d, c in zip(looks, cross)]
+    two = dict(zip(pair_at, zip(*inputs)))
+    any(map(out.__setitem__, pair_at, repeat(-1)))
+    return out, two, dict(zip(pair_at, range(n, len(dep))))
 
 
 def _off_its_rank(schedule, cls, bounds, pair_at, rank_of) -> bool:
@@ -151,41 +173,39 @@ def _off_its_rank(schedule, cls, bounds, pair_at, rank_of) -> bool:
         if any(place[c >> 2] != r for c in set(cls[bounds[r]:bounds[r + 1]])):
             return True
     n = bounds[-1]
-    return any(place[cls[n + j] >> 2] != rank_of[i] for j, i in enumerate(pair_at))
+    return any(map(ne, map(place.__getitem__, map(rshift, cls[n:], repeat(2))),
+                   map(rank_of.__getitem__, pair_at)))
 
 
 def _b_and_i_for_one_action(parts, idx) -> bool:
     """Some stage and microbatch has both a B and an I (the reference decides)."""
-    return any(k + 1 in idx for k in parts if k & 3 == 1)
+    full = compress(parts, map(eq, map(and_, parts, repeat(3)), repeat(1)))
+    return any(map(idx.__contains__, map(add, full, repeat(1))))
 
 
-def _found_in_mixed(dep, cls, parts, idx, mixed, flag, sentinel) -> bool:
+def _found_in_mixed(dep, cls, parts, idx, mixed, sentinel) -> bool:
     """Fill in, in place, the backward inputs looked for as a B where that stage ran an I;
     False if some input is still missing."""
-    for p, d in enumerate(dep):
-        if d == sentinel or d == ~sentinel:
-            c = cls[p]
-            if c not in mixed:
-                return False
-            d = idx.get(parts[p] + mixed[c] + 1)
-            if d is None:
-                return False
-            dep[p] = d ^ flag[c]
+    for p in list(compress(range(len(dep)), map(eq, dep, repeat(sentinel)))):
+        c = cls[p]
+        if c not in mixed:
+            return False
+        d = dep[p] = idx.get(parts[p] + mixed[c] + 1, sentinel)
+        if d == sentinel:
+            return False
     return True
 
 
 def _tables(schedule: Schedule, present: set[int]):
-    """Per class ``stage·4 + kind``: the offset from an action's key to the key it looks up,
-    and a flag, 0 or -1 (xor'ed onto the index found). The look-up is its input made on
-    another rank (flag 0), else something that must already have run on this rank (flag
-    -1, so ``~index``): an input made here (the V's turn), else its own stage's earlier
-    part (a W's I, a last stage's B's F: an input implies it, since its maker needed it),
-    else itself (nothing to wait for: a first stage's F). A backward's input is the next
-    stage's B, or its I where only I's run there; ``mixed`` has the backward classes whose
-    next stage runs both (look for the B, then the I: offset + 1)."""
+    """Per class ``stage·4 + kind``: the offset from an action's key to the key it looks up:
+    its input (made on another rank, or on this one: the V's turn), else its own stage's
+    earlier part, which must already have run (a W's I, a last stage's B's F: an input
+    implies it, since its maker needed it), else itself (a first stage's F needs nothing).
+    A backward's input is the next stage's B, or its I where only I's run there; ``mixed``
+    has the backward classes whose next stage runs both (look for the B, then the I:
+    offset + 1). ``Schedule.input_key`` is the rule; this is it per class."""
     first, last = schedule._stage_ends
-    place = schedule.stage_to_rank
-    offset, flag, mixed = [], [], {}
+    offset, mixed = [], {}
     for s in range(schedule.num_stages):
         down = None if last[s] else s + 1
         b_there = down is not None and 4 * down + 1 in present
@@ -201,24 +221,18 @@ def _tables(schedule: Schedule, present: set[int]):
                 target, off = down, 4 + (1 if b_there or not i_there else 2) - code
                 if b_there and i_there:
                     mixed[4 * s + code] = off
-            if target is None:
-                offset.append(0)
-                flag.append(-1)
-            else:
-                offset.append(off)
-                flag.append(-1 if place[target] == place[s] else 0)
-    return offset, flag, mixed
+            offset.append(0 if target is None else off)
+    return offset, mixed
 
 
 def first_run(pl: Plan, dur: list[float], comm: float):
     """The reference's worklist: ``(start, end)``, ``pl.order`` filled in, or None where
     the reference must answer (a deadlock, or something made on this rank only later). A
     rank runs until an input from another rank is missing, then waits for that part."""
-    n, dep, two, extra, bounds = pl.n, pl.dep, pl.two, pl.extra, pl.bounds
-    P, pair = len(bounds) - 1, -(pl.sentinel + 2)
-    start, end = [0.0] * n, [None] * (pl.sentinel + 2)
-    end[pl.sentinel] = float("-inf")
-    waiter = [-1] * pl.sentinel
+    n, dep, two, extra, bounds, prank = pl.n, pl.dep, pl.two, pl.extra, pl.bounds, pl.part_rank
+    P = len(bounds) - 1
+    start, end, waiter = [0.0] * n, [None] * (pl.parts + 1), [-1] * (pl.parts + 1)
+    end[pl.parts] = float("-inf")                    # "none": a pair's missing input
     pointer, free_at, stretches = bounds[:P], [0.0] * P, []
     todo = list(range(P))
     pop, push = todo.pop, todo.append
@@ -228,18 +242,7 @@ def first_run(pl: Plan, dur: list[float], comm: float):
         stop, t = bounds[rank + 1], free_at[rank]
         while i < stop:
             d = dep[i]
-            if d >= 0:
-                e = end[d]
-                if e is None:
-                    waiter[d] = rank
-                    break
-                e += comm
-                if e > t:
-                    t = e
-            elif d != pair:
-                if ~d > i:                       # made on this rank, but later: stuck
-                    break
-            else:
+            if d < 0:
                 for d in two[i]:
                     e = end[d]
                     if e is None:
@@ -259,6 +262,16 @@ def first_run(pl: Plan, dur: list[float], comm: float):
                     i += 1
                     continue
                 break
+            if prank[d] != rank:                 # an input from another rank
+                e = end[d]
+                if e is None:
+                    waiter[d] = rank
+                    break
+                e += comm
+                if e > t:
+                    t = e
+            elif d > i:                          # made on this rank, but later: stuck
+                break
             start[i] = t
             t += dur[i]
             end[i] = t
@@ -276,10 +289,10 @@ def first_run(pl: Plan, dur: list[float], comm: float):
 
 def rerun(pl: Plan, dur: list[float], comm: float):
     """Times along the recorded run order: one straight pass, every input already done."""
-    n, dep, two, extra, prev = pl.n, pl.dep, pl.two, pl.extra, pl.predecessors()
-    pair = -(pl.sentinel + 2)
-    start, end = [0.0] * n, [0.0] * (pl.sentinel + 2)
-    end[pl.sentinel] = float("-inf")                 # "no input": never the later one
+    n, two, extra, none = pl.n, pl.two, pl.extra, pl.parts
+    prev, dep = pl.straight()
+    start, end = [0.0] * n, [0.0] * (none + 2)
+    end[none] = float("-inf")                        # "no input": never the later one
     for i in pl.order:
         t = end[prev[i]]
         d = dep[i]
@@ -287,7 +300,7 @@ def rerun(pl: Plan, dur: list[float], comm: float):
             e = end[d] + comm
             if e > t:
                 t = e
-        elif d == pair:
+        else:
             for d in two[i]:
                 e = end[d] + comm
                 if e > t:

@@ -46,20 +46,6 @@ def _action(kind: str):
     return make
 
 
-def actions(kind: str, pairs) -> list[Action]:
-    """Actions of one kind for ``(stage, microbatch)`` pairs, made in one loop: no Python
-    call per action, which is a third of what a P=64, M=256 schedule costs to build."""
-    new, code, out = object.__new__, KIND_CODE[kind], []
-    append = out.append
-    for stage, mb in pairs:
-        a = new(Action)
-        d = a.__dict__
-        d["stage"], d["kind"], d["microbatch"] = stage, kind, mb
-        d["_key"] = mb * KEY_STRIDE + stage * 4 + code
-        append(a)
-    return out
-
-
 F, B, W = _action("F"), _action("B"), _action("W")
 I = _action("I")  # noqa: E741 - the kind's name in the literature
 
