@@ -53,8 +53,9 @@ class Plan:
     ``dep[i]``: the part op i looks up, its input from another rank (it waits for it), or
     an op of its own rank that must already have run (no wait, no time; itself when it
     needs nothing), or -1 for an overlapped pair, whose inputs from other ranks are
-    ``two[i]`` (part ``parts``, always done at -inf, where a half has none). Parts ``0..n-1`` are the ops; a pair's second half is part ``extra[i]``.
-    ``part_rank`` gives each part's rank. After the first run: ``order``.
+    ``two[i]`` (part ``parts``, always done at -inf, where a half has none). Parts
+    ``0..n-1`` are the ops; a pair's second half is part ``extra[i]``. ``part_rank`` gives
+    each part's rank. After the first run: ``order``.
     """
     __slots__ = ("n", "keys", "rank", "part_rank", "bounds", "cls", "dep", "two", "extra",
                  "order", "memo", "_straight")
