@@ -332,16 +332,21 @@ class Schedule:
     # ---- integer keys --------------------------------------------------------------------
     @classmethod
     def from_keys(cls, name: str, P: int, M: int, stage_to_rank, rank_keys, V: int = 1,
-                  copies: int = 1) -> "Schedule":
+                  copies: int = 1, streams=None) -> "Schedule":
         """A schedule given as each rank's integer keys (``KEY_STRIDE``; an overlapped pair
         is ``pair_key(forward, backward)``): its Action objects are made only when ``ranks`` is
         first read. A 64-rank, 256-microbatch schedule is ~100 000 actions; the simulator
         and the canvases read the keys, so a slider never pays for objects it does not show.
+        ``streams``: per rank, where each kind-and-stage stream's ops sit
+        (``schedules._common.Streams.runs``), which lets the simulator find each op's
+        input without looking keys up.
         """
         s = object.__new__(KeyedSchedule)
         s.__dict__.update(name=name, num_ranks=P, num_microbatches=M,
                           stage_to_rank=tuple(stage_to_rank), virtual=V, copies=copies,
                           _rank_keys=tuple(rank_keys))
+        if streams is not None:
+            s.__dict__["_streams"] = tuple(streams)
         return s
 
     def rank_keys(self) -> tuple[list, ...]:

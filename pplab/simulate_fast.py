@@ -117,23 +117,17 @@ def _compile(schedule: Schedule) -> Plan | None:
         parts += map(rshift, compress(keys, is_pair), repeat(PAIR_SHIFT))
         part_rank = rank_of + list(map(rank_of.__getitem__, pair_at))
         top = max(parts)
-    N = len(parts)
     cls = list(map(and_, parts, repeat(_MASK)))
     present = set(cls)
     if parts and (min(keys) < 0 or top >= M * KEY_STRIDE or max(present) >= 4 * S):
         return None                                  # a stage or microbatch out of range
     if _off_its_rank(schedule, cls, bounds, pair_at, rank_of):
         return None
-    idx = dict(zip(parts, range(N)))
-    if len(idx) < N:
-        return None                                  # an action run twice
-    if {1, 2} <= {c & 3 for c in present} and _b_and_i_for_one_action(parts, idx):
-        return None
-    offset, mixed = _tables(schedule, present)
-    sentinel = N
-    dep = list(map(idx.get, map(add, parts, map(offset.__getitem__, cls)), repeat(sentinel)))
-    if sentinel in dep and not _found_in_mixed(dep, cls, parts, idx, mixed, sentinel):
-        return None                                  # an input nobody makes
+    dep = None if pair_at else _deps_from_streams(schedule, bounds, n)
+    if dep is None:
+        dep = _deps_by_key(schedule, parts, cls, present)
+        if dep is None:
+            return None
     two = extra = {}
     if pair_at:
         paired = _pairs(dep, n, pair_at, part_rank)
@@ -143,6 +137,57 @@ def _compile(schedule: Schedule) -> Plan | None:
     op_cls = cls[:n] if pair_at else cls
     any(map(op_cls.__setitem__, pair_at, zip(map(cls.__getitem__, pair_at), cls[n:])))
     return Plan(n, keys, rank_of, part_rank, bounds, op_cls, dep, two, extra)
+
+
+def _deps_by_key(schedule, parts, cls, present) -> list[int] | None:
+    """Each part's look-up (``Plan.dep``), found by key in a dict of all keys; None where
+    an action runs twice, a stage and microbatch has both a B and an I, or an input is
+    missing (the reference says which)."""
+    N = len(parts)
+    idx = dict(zip(parts, range(N)))
+    if len(idx) < N:
+        return None                                  # an action run twice
+    if {1, 2} <= {c & 3 for c in present} and _b_and_i_for_one_action(parts, idx):
+        return None
+    offset, mixed = _tables(schedule, present)
+    dep = list(map(idx.get, map(add, parts, map(offset.__getitem__, cls)), repeat(N)))
+    if N in dep and not _found_in_mixed(dep, cls, parts, idx, mixed, N):
+        return None                                  # an input nobody makes
+    return dep
+
+
+def _deps_from_streams(schedule, bounds, n) -> list[int] | None:
+    """``Plan.dep`` from a generator's streams (``Schedule.from_keys(streams=...)``, no
+    overlapped pairs): a stream's microbatches come in order, so the op microbatch m of
+    one stream looks up is element m of another, and each run of a stream is filled with
+    one slice assignment (no key is looked up). None where a stream it needs is short or
+    missing, or some op is in no stream: then the keys answer."""
+    runs = schedule.__dict__.get("_streams")
+    if runs is None:
+        return None
+    first, last = schedule._stage_ends
+    where = {}
+    for base, streams in zip(bounds, runs):
+        for stream, segs in streams.items():
+            where[stream] = list(chain.from_iterable(
+                range(base + p, base + p + step * count, step) for p, step, count in segs))
+    if max(map(len, where.values()), default=0) > schedule.M:
+        return None
+    dep = [-1] * n
+    for base, streams in zip(bounds, runs):
+        for (kind, s), segs in streams.items():
+            if kind == "F":                  # the stage before's F; a first stage: itself
+                src = where.get(("F", s - 1) if not first[s] else ("F", s))
+            else:                            # a W: its own I; a backward: the next stage's
+                src = where.get(("B", s) if kind == "W" else ("F", s) if last[s] else
+                                ("B", s + 1))
+            if src is None or len(src) < len(where[(kind, s)]):
+                return None
+            m = 0
+            for p, step, count in segs:
+                dep[base + p:base + p + step * count:step] = src[m:m + count]
+                m += count
+    return None if -1 in dep else dep
 
 
 def _pairs(dep, n, pair_at, part_rank):

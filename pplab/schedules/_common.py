@@ -76,28 +76,37 @@ class Streams:
     def __init__(self):
         self.keys: list = []
         self.next: dict[tuple[str, int], int] = {}
+        #: per stream, where its ops sit: ``(first position, step, count)`` runs in
+        #: microbatch order; None once an overlapped pair is written (a pair is one op)
+        self.runs: dict[tuple[str, int], list] | None = {}
 
     def repeat(self, pattern, times: int) -> None:
         """Append ``times`` rounds of ``pattern`` (``(kind, stage)`` each, or a tuple of
         two of those for an overlapped pair); each stream at most once per round."""
         if times <= 0 or not pattern:
             return
-        L, out = len(pattern), [0] * (len(pattern) * times)
+        L, out, at = len(pattern), [0] * (len(pattern) * times), len(self.keys)
         for t, item in enumerate(pattern):
             if type(item[0]) is tuple:
+                self.runs = None
                 out[t::L] = map(pair_key, self._run(*item[0], times), self._run(*item[1], times))
             else:
-                out[t::L] = self._run(*item, times)
+                out[t::L] = self._run(*item, times, (at + t, L))
         self.keys += out
 
-    def _run(self, kind: str, stage: int, times: int) -> range:
+    def _run(self, kind: str, stage: int, times: int, where=None) -> range:
         stream = ("B" if kind == "I" else kind, stage)
         first = self.next.get(stream, 0)
         self.next[stream] = first + times
+        if self.runs is not None:
+            if where is None:
+                self.runs = None
+            else:
+                self.runs.setdefault(stream, []).append((*where, times))
         return key_run(kind, stage, first, times)
 
     def one(self, kind: str, stage: int) -> int:
         """Append one action; its microbatch number is its stream's next."""
-        k = self._run(kind, stage, 1)[0]
+        k = self._run(kind, stage, 1, (len(self.keys), 1))[0]
         self.keys.append(k)
         return k

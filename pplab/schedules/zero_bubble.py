@@ -62,11 +62,13 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
     n = max(M, 2 * P - 1)
     ranks = [_zbv_rank(P, n, r) for r in range(P)]
     if n != M:                                        # drop the extra microbatches
-        ranks = [[k for k in row if k < M * KEY_STRIDE] for row in ranks]
-    return Schedule.from_keys("zbv", P, M, v_placement(P), ranks, 2)
+        rows = [[k for k in out.keys if k < M * KEY_STRIDE] for out in ranks]
+        return Schedule.from_keys("zbv", P, M, v_placement(P), rows, 2)
+    return Schedule.from_keys("zbv", P, M, v_placement(P), [out.keys for out in ranks], 2,
+                              streams=[out.runs for out in ranks])
 
 
-def _zbv_rank(P: int, n: int, r: int) -> list[int]:
+def _zbv_rank(P: int, n: int, r: int) -> Streams:
     """Rank r's ZB-V order for n microbatches as keys: each phase is a pattern of (kind,
     chunk) repeated, each kind and chunk taking its microbatches in order."""
     f0, i0, w0 = ("F", r), ("I", r), ("W", r)                 # the chunk on the way down
@@ -81,7 +83,7 @@ def _zbv_rank(P: int, n: int, r: int) -> list[int]:
     out.repeat([i0, w0], P - r)
     out.repeat([w1], r)                             # the W's the cool-down postponed
     out.repeat([w0], r)
-    return out.keys
+    return out
 
 
 def _greedy_order(P: int, M: int, cap: int) -> list[list[Op]]:

@@ -109,6 +109,21 @@ def test_shuffled_rank_lists_give_the_same_events_or_the_same_error(data):
     assert fast == ref
 
 
+@SETTINGS
+@given(P=st.integers(1, 12), M=st.integers(1, 40))
+def test_a_generators_streams_give_the_inputs_the_keys_give(P, M):
+    """ZB-V hands the simulator its streams (where each kind and stage's ops sit), so no
+    key is looked up; the inputs found that way are the ones the dict of keys finds."""
+    sched = make_schedule("zbv", P, M)
+    keys = [k for row in sched.rank_keys() for k in row]
+    cls = [k & (simulate_fast.KEY_STRIDE - 1) for k in keys]
+    bounds = simulate_fast.plan(sched).bounds
+    by_streams = simulate_fast._deps_from_streams(sched, bounds, len(keys))
+    assert (by_streams is None) == (M < 2 * P - 1)     # fewer: some microbatches dropped
+    if by_streams is not None:
+        assert by_streams == simulate_fast._deps_by_key(sched, keys, cls, set(cls))
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_unit_costs_and_any_duration_function(name):
     """The validator's and the lowering's call: ``execute`` with a plain function of the op."""
