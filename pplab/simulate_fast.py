@@ -26,7 +26,7 @@ from itertools import accumulate, chain, compress, repeat
 from operator import add, and_, eq, ge, getitem, ne, not_, rshift
 from typing import Callable, NamedTuple
 
-from .ir import (KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op, Overlap, Schedule,
+from .ir import (KEY_BITS, KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op, Overlap, Schedule,
                  gc_paused)
 from .timeline import run_events
 
@@ -123,7 +123,7 @@ def _compile(schedule: Schedule) -> Plan | None:
         return None                                  # a stage or microbatch out of range
     if _off_its_rank(schedule, cls, bounds, pair_at, rank_of):
         return None
-    dep = None if pair_at else _deps_from_streams(schedule, bounds, n)
+    dep = _deps_from_streams(schedule, bounds, parts, pair_at)
     if dep is None:
         dep = _deps_by_key(schedule, parts, cls, present)
         if dep is None:
@@ -156,38 +156,58 @@ def _deps_by_key(schedule, parts, cls, present) -> list[int] | None:
     return dep
 
 
-def _deps_from_streams(schedule, bounds, n) -> list[int] | None:
-    """``Plan.dep`` from a generator's streams (``Schedule.from_keys(streams=...)``, no
-    overlapped pairs): a stream's microbatches come in order, so the op microbatch m of
-    one stream looks up is element m of another, and each run of a stream is filled with
-    one slice assignment (no key is looked up). None where a stream it needs is short or
-    missing, or some op is in no stream: then the keys answer."""
+def _deps_from_streams(schedule, bounds, parts, pair_at) -> list[int] | None:
+    """``Plan.dep`` from a generator's streams (``Schedule.from_keys(streams=...)``): the
+    F's and the backwards (B or I) of one stage come in microbatch order, so what
+    microbatch m looks up is element m of another stream, filled a run at a time with
+    slice assignments (no key is looked up); a W looks up its own I (by its key's
+    microbatch where it was written out of order, ``Streams.weight``).
+    None where a stream it needs is short or missing, or some op is in no stream: then
+    the keys answer."""
     runs = schedule.__dict__.get("_streams")
     if runs is None:
         return None
-    first, last = schedule._stage_ends
-    where = {}
-    for base, streams in zip(bounds, runs):
-        for stream, segs in streams.items():
-            where[stream] = list(chain.from_iterable(
-                range(base + p, base + p + step * count, step) for p, step, count in segs))
-    if max(map(len, where.values()), default=0) > schedule.M:
+    n, first, last = bounds[-1], *schedule._stage_ends
+    second = list(range(n))                         # a part's id, by its op's position
+    if pair_at:                                     # a pair's backward half: n + ordinal
+        any(map(second.__setitem__, pair_at, range(n, len(parts))))
+    where = {stream: _ids(base, segs, second)
+             for base, streams in zip(bounds, runs) for stream, segs in streams.items()}
+    if max(map(len, where.values()), default=0) > schedule.microbatches_per_copy:
         return None
-    dep = [-1] * n
+    dep = [-1] * len(parts)
     for base, streams in zip(bounds, runs):
         for (kind, s), segs in streams.items():
-            if kind == "F":                  # the stage before's F; a first stage: itself
-                src = where.get(("F", s - 1) if not first[s] else ("F", s))
-            else:                            # a W: its own I; a backward: the next stage's
-                src = where.get(("B", s) if kind == "W" else ("F", s) if last[s] else
-                                ("B", s + 1))
-            if src is None or len(src) < len(where[(kind, s)]):
+            mine = where[(kind, s)]
+            if kind == "W" and any(seg[3] == 2 for seg in segs):    # its own I, by microbatch
+                src = where.get(("B", s))
+                mbs = list(map(rshift, map(parts.__getitem__, mine), repeat(KEY_BITS)))
+                if src is None or max(mbs) >= len(src):
+                    return None
+                any(map(dep.__setitem__, mine, map(src.__getitem__, mbs)))
+                continue
+            src = where.get(("F", s - 1) if kind == "F" and not first[s] else (kind, s)
+                            if kind == "F" else ("B", s) if kind == "W" else ("F", s)
+                            if last[s] else ("B", s + 1))
+            if src is None or len(src) < len(mine):
                 return None
             m = 0
-            for p, step, count in segs:
-                dep[base + p:base + p + step * count:step] = src[m:m + count]
+            for p, step, count, half in segs:
+                if half:
+                    any(map(dep.__setitem__, mine[m:m + count], src[m:m + count]))
+                else:
+                    dep[base + p:base + p + step * count:step] = src[m:m + count]
                 m += count
     return None if -1 in dep else dep
+
+
+def _ids(base: int, segs, second) -> list[int]:
+    """The part ids of a stream's runs, in order (a backward half's from ``second``)."""
+    out = []
+    for p, step, count, half in segs:
+        run = range(base + p, base + p + step * count, step)
+        out += map(second.__getitem__, run) if half else run
+    return out
 
 
 def _pairs(dep, n, pair_at, part_rank):
@@ -196,9 +216,10 @@ def _pairs(dep, n, pair_at, part_rank):
     its op's index. None where a pair needs something its own rank makes only later."""
     part_op = list(range(n)) + pair_at
     out = dep[:n]
-    for i in compress(range(n), map(ge, out, repeat(n))):     # a pair's second half
-        if part_rank[out[i]] == part_rank[i]:
-            out[i] = part_op[out[i]]
+    halves = list(compress(range(n), map(ge, out, repeat(n))))   # look at a pair's half
+    for i in compress(halves, map(eq, map(part_rank.__getitem__, map(out.__getitem__, halves)),
+                                  map(part_rank.__getitem__, halves))):      # on this rank
+        out[i] = part_op[out[i]]
     ranks = list(map(part_rank.__getitem__, pair_at))
     looks = (list(map(out.__getitem__, pair_at)), dep[n:])
     cross = [list(map(ne, map(part_rank.__getitem__, d), ranks)) for d in looks]

@@ -76,9 +76,10 @@ class Streams:
     def __init__(self):
         self.keys: list = []
         self.next: dict[tuple[str, int], int] = {}
-        #: per stream, where its ops sit: ``(first position, step, count)`` runs in
-        #: microbatch order; None once an overlapped pair is written (a pair is one op)
-        self.runs: dict[tuple[str, int], list] | None = {}
+        #: per stream, where its ops sit: ``(first position, step, count, half)`` runs in
+        #: the order written (half 1: the backward half of an overlapped pair; 2: a W
+        #: written by ``weight``, out of its stream's count)
+        self.runs: dict[tuple[str, int], list] = {}
 
     def repeat(self, pattern, times: int) -> None:
         """Append ``times`` rounds of ``pattern`` (``(kind, stage)`` each, or a tuple of
@@ -88,25 +89,29 @@ class Streams:
         L, out, at = len(pattern), [0] * (len(pattern) * times), len(self.keys)
         for t, item in enumerate(pattern):
             if type(item[0]) is tuple:
-                self.runs = None
-                out[t::L] = map(pair_key, self._run(*item[0], times), self._run(*item[1], times))
+                out[t::L] = map(pair_key, self._run(*item[0], times, (at + t, L, 0)),
+                                self._run(*item[1], times, (at + t, L, 1)))
             else:
-                out[t::L] = self._run(*item, times, (at + t, L))
+                out[t::L] = self._run(*item, times, (at + t, L, 0))
         self.keys += out
 
-    def _run(self, kind: str, stage: int, times: int, where=None) -> range:
+    def _run(self, kind: str, stage: int, times: int, where) -> range:
         stream = ("B" if kind == "I" else kind, stage)
         first = self.next.get(stream, 0)
         self.next[stream] = first + times
-        if self.runs is not None:
-            if where is None:
-                self.runs = None
-            else:
-                self.runs.setdefault(stream, []).append((*where, times))
+        pos, step, half = where
+        self.runs.setdefault(stream, []).append((pos, step, times, half))
         return key_run(kind, stage, first, times)
 
     def one(self, kind: str, stage: int) -> int:
         """Append one action; its microbatch number is its stream's next."""
-        k = self._run(kind, stage, 1, (len(self.keys), 1))[0]
+        k = self._run(kind, stage, 1, (len(self.keys), 1, 0))[0]
         self.keys.append(k)
         return k
+
+    def weight(self, k: int) -> None:
+        """Append the W whose key is ``k`` (a W postponed from its I: W's need not come in
+        microbatch order, nothing waits for one)."""
+        stage = (k & (KEY_STRIDE - 1)) >> 2           # half 2: its microbatch is its key's
+        self.runs.setdefault(("W", stage), []).append((len(self.keys), 1, 1, 2))
+        self.keys.append(k)

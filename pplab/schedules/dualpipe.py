@@ -18,8 +18,8 @@ from ..ir import Schedule
 from ._common import Streams, check_basics, v_placement
 
 
-def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> list:
-    """One rank's ops as keys (a pair as a tuple of two). ``n`` ranks per flow, ``k`` this
+def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> Streams:
+    """One rank's ops as keys (``Streams``). ``n`` ranks per flow, ``k`` this
     rank's depth in phase 0 (0 = first), ``chunks`` microbatches per phase, ``stages`` the
     stage ids of phase 0 and phase 1. Phases 1-5 are patterns repeated, each kind and stage
     taking its microbatches in order (``Streams``); 6-8 are O(n) ops, written out."""
@@ -36,7 +36,7 @@ def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> 
     out.repeat([(f0, b1), (f1, b0)], steady)
     out.repeat([b1, (f1, b0)], n - k - 1)                   # 5: drain phase 1 forwards
     _drain(out, n, k, stages)
-    return out.keys
+    return out
 
 
 def _drain(out: Streams, n: int, k: int, stages: tuple[int, int]) -> None:
@@ -58,9 +58,10 @@ def _drain(out: Streams, n: int, k: int, stages: tuple[int, int]) -> None:
             split = True
         backward(0, split)
     for _ in range(n - k - 1):                             # 7: W then B of phase 0
-        out.keys.append(pending_w.popleft())
+        out.weight(pending_w.popleft())
         backward(0, True)
-    out.keys += pending_w                                  # 8: remaining W's
+    for w in pending_w:                                    # 8: remaining W's
+        out.weight(w)
 
 
 def dualpipe(P: int, M: int, V: int = 1) -> Schedule:
@@ -91,7 +92,8 @@ def dualpipe(P: int, M: int, V: int = 1) -> Schedule:
             stages = (P + (P - 1 - r), r)      # phase 0: copy 1 at depth P-1-r
         ranks.append(_eight_phase_order(half, k, M // 2, stages))
     placement = list(range(P)) + [P - 1 - i for i in range(P)]
-    return Schedule.from_keys("dualpipe", P, M, placement, ranks, 1, copies=2)
+    return Schedule.from_keys("dualpipe", P, M, placement, [r.keys for r in ranks], 1,
+                              copies=2, streams=[r.runs for r in ranks])
 
 
 def dualpipev(P: int, M: int, V: int = 2) -> Schedule:
@@ -111,4 +113,5 @@ def dualpipev(P: int, M: int, V: int = 2) -> Schedule:
         raise ValueError(f"dualpipev needs M ≥ 2P (the number of stages), got M={M}, P={P}; "
                          f"try M={2 * P}")
     ranks = [_eight_phase_order(P, r, M, (r, 2 * P - 1 - r)) for r in range(P)]
-    return Schedule.from_keys("dualpipev", P, M, v_placement(P), ranks, 2)
+    return Schedule.from_keys("dualpipev", P, M, v_placement(P), [r.keys for r in ranks], 2,
+                              streams=[r.runs for r in ranks])
