@@ -20,6 +20,7 @@ import pytest
 from pplab import NAMES, make_schedule, simulate
 from pplab.ir import Action, KeyedSchedule, Overlap, Schedule, op_of_key, pair_key
 from pplab.schedules._common import Streams, key
+from pplab.timeline import Event
 
 DATA = pathlib.Path(__file__).parent.parent / "data" / "keyed_frozen.json"
 KEYED = ("interleaved", "bfs-1f1b", "zbv", "dualpipe", "dualpipev")
@@ -78,6 +79,17 @@ def test_keys_round_trip_for_every_schedule(name):
     again = Schedule.from_keys(s.name, s.P, s.M, s.stage_to_rank, s.rank_keys(), s.V, s.copies)
     assert again == s and again.ranks == s.ranks
     assert all(type(op) in (Action, Overlap) for ops in again.ranks for op in ops)
+
+
+def test_a_timeline_keeps_its_columns_until_its_events_are_read_then_the_events_rule():
+    s = make_schedule("zbv", 4, 8)
+    tl = simulate(s, tf=1, tb=2, tw=1)
+    span, ref = tl.makespan, simulate(s, tf=1, tb=2, tw=1, executor="reference")
+    assert "events" not in vars(tl) and pickle.loads(pickle.dumps(tl)).events == ref.events
+    assert tl.shifted(1.0).makespan == span and tl.to_dict() == ref.to_dict()
+    assert len(tl.events) == s.num_actions and "events" in vars(tl)
+    tl.events.append(Event(0, Action(0, "F", 99), span, span + 5))     # a caller's change
+    assert tl.makespan == span + 5 and tl.busy[0] == ref.busy[0] + 5
 
 
 def test_a_key_names_its_action_and_a_pair_both_halves():
