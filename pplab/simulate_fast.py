@@ -52,7 +52,7 @@ class Plan:
 
     ``dep[i]``: the part op i looks up, its input from another rank (it waits for it), or
     an op of its own rank that must already have run (no wait, no time; itself when it
-    needs nothing), or -1 for an overlapped pair, whose inputs from other ranks are
+    needs nothing), or -1 for an overlapped pair, whose two inputs from other ranks are
     ``two[i]`` (part ``parts``, always done at -inf, where a half has none). Parts
     ``0..n-1`` are the ops; a pair's second half is part ``extra[i]``. ``part_rank`` gives
     each part's rank. After the first run: ``order``.
@@ -309,26 +309,21 @@ def first_run(pl: Plan, dur: list[float], comm: float):
         stop, t = bounds[rank + 1], free_at[rank]
         while i < stop:
             d = dep[i]
-            if d < 0:
-                for d in two[i]:
-                    e = end[d]
-                    if e is None:
-                        waiter[d] = rank
-                        break
-                    e += comm
-                    if e > t:
-                        t = e
-                else:
-                    start[i] = t
-                    t += dur[i]
-                    x = extra[i]
-                    end[i] = end[x] = t
-                    for part in (i, x):          # woken part by part, as the reference does
-                        if waiter[part] >= 0:
-                            push(waiter[part])
-                    i += 1
-                    continue
-                break
+            if d < 0:                            # an overlapped pair: two inputs
+                a, b = two[i]
+                ea, eb = end[a], end[b]
+                if ea is None or eb is None:
+                    waiter[a if ea is None else b] = rank
+                    break
+                start[i] = t = max(t, ea + comm, eb + comm)
+                t += dur[i]
+                x = extra[i]
+                end[i] = end[x] = t
+                for part in (i, x):              # woken part by part, as the reference does
+                    if waiter[part] >= 0:
+                        push(waiter[part])
+                i += 1
+                continue
             if prank[d] != rank:                 # an input from another rank
                 e = end[d]
                 if e is None:
@@ -368,11 +363,8 @@ def rerun(pl: Plan, dur: list[float], comm: float):
             if e > t:
                 t = e
         else:
-            for d in two[i]:
-                e = end[d] + comm
-                if e > t:
-                    t = e
-            start[i] = t
+            a, b = two[i]
+            start[i] = t = max(t, end[a] + comm, end[b] + comm)
             end[i] = end[extra[i]] = t + dur[i]
             continue
         start[i] = t
