@@ -48,7 +48,7 @@ def encode(x, depth: int = 0):
         return f if math.isfinite(f) else {"__float__": repr(f)}
     if type(x).__name__ == "Tensor":
         return _tensor_data(x)
-    if type(x).__name__ == "Schedule":
+    if any(c.__name__ == "Schedule" for c in type(x).__mro__):      # KeyedSchedule too
         return {"__obj__": "Schedule", "fields": _schedule_fields(x)}
     if hasattr(x, "_fields") and isinstance(x, tuple):          # a NamedTuple
         return {"__obj__": type(x).__name__,

@@ -88,6 +88,17 @@ def test_the_wire_rebuilds_only_allow_listed_types():
         (1, [2.5, range(0, 3)], {"a": None})
 
 
+def test_every_schedule_crosses_the_wire_whole_keyed_ones_included():
+    """A schedule a grader hands the student's code must arrive as a Schedule, whatever
+    class the generator made it with (``KeyedSchedule`` keeps its ops as keys)."""
+    from pplab import NAMES, make_schedule
+    for name in NAMES:
+        sched = make_schedule(name, 4, 8)
+        got = wire.decode(wire.encode(sched))
+        assert not isinstance(got, wire.Unreadable), name
+        assert got == sched and got.rank_keys() == sched.rank_keys(), name
+
+
 def test_tasks_whose_answers_use_the_library_get_a_run_of_their_own():
     nb = nbformat.read(ROOT / "solutions" / "03_memory" / "03_memory.ipynb", as_version=4)
     runs = plan_runs(nb)
