@@ -23,7 +23,7 @@ which raises its own, well-worded error.
 from __future__ import annotations
 
 from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, eq, ge, getitem, ne, not_, rshift
+from operator import add, and_, eq, ge, getitem, invert, ne, not_, rshift
 from typing import Callable, NamedTuple
 
 from .ir import (KEY_BITS, KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op, Overlap, Schedule,
@@ -52,17 +52,18 @@ class Plan:
 
     ``dep[i]``: the part op i looks up, its input from another rank (it waits for it), or
     an op of its own rank that must already have run (no wait, no time; itself when it
-    needs nothing), or -1 for an overlapped pair, whose two inputs from other ranks are
-    ``two[i]`` (part ``parts``, always done at -inf, where a half has none). Parts
-    ``0..n-1`` are the ops; a pair's second half is part ``extra[i]``. ``part_rank`` gives
-    each part's rank. After the first run: ``order``.
+    needs nothing), or ``~j`` for the j-th overlapped pair, whose two inputs from other
+    ranks are ``first[j]`` and ``second[j]`` (part ``parts``, always done at -inf, where a
+    half has none). Parts ``0..n-1`` are the ops; pair j's second half is part ``n + j``.
+    ``part_rank`` gives each part's rank. After the first run: ``order``.
     """
-    __slots__ = ("n", "keys", "rank", "part_rank", "bounds", "cls", "dep", "two", "extra",
-                 "order", "memo", "_straight")
+    __slots__ = ("n", "keys", "rank", "part_rank", "bounds", "cls", "dep", "first",
+                 "second", "order", "memo", "_straight")
 
-    def __init__(self, n, keys, rank, part_rank, bounds, cls, dep, two, extra):
+    def __init__(self, n, keys, rank, part_rank, bounds, cls, dep, first, second):
         self.n, self.keys, self.rank, self.part_rank = n, keys, rank, part_rank
-        self.bounds, self.cls, self.dep, self.two, self.extra = bounds, cls, dep, two, extra
+        self.bounds, self.cls, self.dep = bounds, cls, dep
+        self.first, self.second = first, second
         self.order = self._straight = None
         self.memo = {}
 
@@ -128,15 +129,15 @@ def _compile(schedule: Schedule) -> Plan | None:
         dep = _deps_by_key(schedule, parts, cls, present)
         if dep is None:
             return None
-    two = extra = {}
+    first = second = ()
     if pair_at:
         paired = _pairs(dep, n, pair_at, part_rank)
         if paired is None:
             return None
-        dep, two, extra = paired
+        dep, first, second = paired
     op_cls = cls[:n] if pair_at else cls
     any(map(op_cls.__setitem__, pair_at, zip(map(cls.__getitem__, pair_at), cls[n:])))
-    return Plan(n, keys, rank_of, part_rank, bounds, op_cls, dep, two, extra)
+    return Plan(n, keys, rank_of, part_rank, bounds, op_cls, dep, first, second)
 
 
 def _deps_by_key(schedule, parts, cls, present) -> list[int] | None:
@@ -211,9 +212,10 @@ def _ids(base: int, segs, second) -> list[int]:
 
 
 def _pairs(dep, n, pair_at, part_rank):
-    """``(dep, two, extra)`` with each overlapped pair's look-ups moved to ``two`` (its
-    inputs from other ranks) and ``dep`` -1; a part made on the op's own rank is named by
-    its op's index. None where a pair needs something its own rank makes only later."""
+    """``(dep, first, second)``: pair j's look-ups moved to ``first[j]`` and ``second[j]``
+    (its inputs from other ranks) and its ``dep`` set to ``~j``; a part made on the op's
+    own rank is named by its op's index. None where a pair needs something its own rank
+    makes only later."""
     part_op = list(range(n)) + pair_at
     out = dep[:n]
     halves = list(compress(range(n), map(ge, out, repeat(n))))   # look at a pair's half
@@ -228,9 +230,8 @@ def _pairs(dep, n, pair_at, part_rank):
             return None
     none = len(dep)                                # a part that is always done, at -inf
     inputs = [map(getitem, zip(repeat(none), d), c) for d, c in zip(looks, cross)]
-    two = dict(zip(pair_at, zip(*inputs)))
-    any(map(out.__setitem__, pair_at, repeat(-1)))
-    return out, two, dict(zip(pair_at, range(n, len(dep))))
+    any(map(out.__setitem__, pair_at, map(invert, range(len(pair_at)))))
+    return out, *map(list, inputs)
 
 
 def _off_its_rank(schedule, cls, bounds, pair_at, rank_of) -> bool:
@@ -296,7 +297,8 @@ def first_run(pl: Plan, dur: list[float], comm: float):
     """The reference's worklist: ``(start, end)``, ``pl.order`` filled in, or None where
     the reference must answer (a deadlock, or something made on this rank only later). A
     rank runs until an input from another rank is missing, then waits for that part."""
-    n, dep, two, extra, bounds, prank = pl.n, pl.dep, pl.two, pl.extra, pl.bounds, pl.part_rank
+    n, dep, bounds, prank = pl.n, pl.dep, pl.bounds, pl.part_rank
+    first, second = pl.first, pl.second
     P = len(bounds) - 1
     start, end, waiter = [0.0] * n, [None] * (pl.parts + 1), [-1] * (pl.parts + 1)
     end[pl.parts] = float("-inf")                    # "none": a pair's missing input
@@ -309,15 +311,15 @@ def first_run(pl: Plan, dur: list[float], comm: float):
         stop, t = bounds[rank + 1], free_at[rank]
         while i < stop:
             d = dep[i]
-            if d < 0:                            # an overlapped pair: two inputs
-                a, b = two[i]
+            if d < 0:                            # overlapped pair ~d: two inputs
+                a, b = first[~d], second[~d]
                 ea, eb = end[a], end[b]
                 if ea is None or eb is None:
                     waiter[a if ea is None else b] = rank
                     break
                 start[i] = t = max(t, ea + comm, eb + comm)
                 t += dur[i]
-                x = extra[i]
+                x = n + ~d
                 end[i] = end[x] = t
                 for part in (i, x):              # woken part by part, as the reference does
                     if waiter[part] >= 0:
@@ -351,7 +353,7 @@ def first_run(pl: Plan, dur: list[float], comm: float):
 
 def rerun(pl: Plan, dur: list[float], comm: float):
     """Times along the recorded run order: one straight pass, every input already done."""
-    n, two, extra, none = pl.n, pl.two, pl.extra, pl.parts
+    n, first, second, none = pl.n, pl.first, pl.second, pl.parts
     prev, dep = pl.straight()
     start, end = [0.0] * n, [0.0] * (none + 2)
     end[none] = float("-inf")                        # "no input": never the later one
@@ -363,9 +365,9 @@ def rerun(pl: Plan, dur: list[float], comm: float):
             if e > t:
                 t = e
         else:
-            a, b = two[i]
-            start[i] = t = max(t, end[a] + comm, end[b] + comm)
-            end[i] = end[extra[i]] = t + dur[i]
+            j = ~d
+            start[i] = t = max(t, end[first[j]] + comm, end[second[j]] + comm)
+            end[i] = end[n + j] = t + dur[i]
             continue
         start[i] = t
         end[i] = t + dur[i]

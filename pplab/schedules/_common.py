@@ -1,7 +1,10 @@
 """Shared helpers for the schedule generators: argument checks and placements."""
 from __future__ import annotations
 
-from ..ir import KEY_STRIDE, KIND_CODE, Action, Op, Schedule, pair_key
+from itertools import repeat
+from operator import lshift, or_
+
+from ..ir import KEY_STRIDE, KIND_CODE, PAIR_SHIFT, Action, Op, Schedule
 
 
 def check_basics(name: str, P: int, M: int, V: int) -> None:
@@ -89,8 +92,8 @@ class Streams:
         L, out, at = len(pattern), [0] * (len(pattern) * times), len(self.keys)
         for t, item in enumerate(pattern):
             if type(item[0]) is tuple:
-                out[t::L] = map(pair_key, self._run(*item[0], times, (at + t, L, 0)),
-                                self._run(*item[1], times, (at + t, L, 1)))
+                out[t::L] = map(or_, self._run(*item[0], times, (at + t, L, 0)), map(
+                    lshift, self._run(*item[1], times, (at + t, L, 1)), repeat(PAIR_SHIFT)))
             else:
                 out[t::L] = self._run(*item, times, (at + t, L, 0))
         self.keys += out

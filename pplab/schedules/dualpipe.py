@@ -42,24 +42,18 @@ def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> 
 def _drain(out: Streams, n: int, k: int, stages: tuple[int, int]) -> None:
     """Phases 6-8: backwards of both phases, the later half split into I and a W queued for
     a bubble; then W then B of phase 0; then the W's left."""
-    pending_w: deque = deque()
-
-    def backward(p: int, split: bool) -> None:
-        k = out.one("I" if split else "B", stages[p])
-        if split:
-            pending_w.append(k + 1)                        # the same microbatch's W
-
-    split, steps6 = False, k + 1
-    for i in range(steps6):                                # 6: backwards; later half split
-        if i == steps6 // 2 and k % 2 == 1:
-            split = True
-        backward(1, split)
-        if i == steps6 // 2 and k % 2 == 0:
-            split = True
-        backward(0, split)
+    s0, s1 = stages
+    half, at = (k + 1) // 2, len(out.keys)
+    out.repeat([("B", s1), ("B", s0)], half)               # 6: backwards, the first half
+    if k % 2:                                              #    whole, the later half split
+        out.repeat([("I", s1), ("I", s0)], k + 1 - half)   #    (an even k splits phase 0's
+    else:                                                  #    one step before phase 1's)
+        out.repeat([("B", s1), ("I", s0)], 1)
+        out.repeat([("I", s1), ("I", s0)], k - half)
+    pending_w = deque(x + 1 for x in out.keys[at:] if x & 3 == 2)   # their W's, in order
     for _ in range(n - k - 1):                             # 7: W then B of phase 0
         out.weight(pending_w.popleft())
-        backward(0, True)
+        pending_w.append(out.one("I", s0) + 1)
     for w in pending_w:                                    # 8: remaining W's
         out.weight(w)
 
