@@ -99,6 +99,34 @@ def test_every_schedule_crosses_the_wire_whole_keyed_ones_included():
         assert got == sched and got.rank_keys() == sched.rank_keys(), name
 
 
+def test_a_forged_schedule_is_rebuilt_by_the_rules_or_not_at_all(tmp_path):
+    """The wire's schedule door, attacked from the sandbox side: a look-alike class named
+    Schedule crosses as its repr, and fields forged to carry code come out as an Unreadable
+    (a wrong answer); nothing is run, and what is rebuilt is plain pplab data (an order
+    that breaks the rules is then the validator's to reject)."""
+    from pplab import ir, validate
+
+    class Schedule:                                   # the student's own, not pplab's
+        def rank_texts(self):
+            return [["0F0"]]
+    assert isinstance(wire.decode(wire.encode(Schedule())), wire.Unreadable)
+    marker = tmp_path / "ran"
+    forged = [{"ranks": [[f"__import__('pathlib').Path({str(marker)!r}).touch()"]]},
+              {"ranks": [["0F0", "0F0"]], "stage_to_rank": [0, 0]},
+              {"ranks": [["0F0"]], "stage_to_rank": "x"},
+              {"ranks": [["0F0"]], "M": {"__repr__": "1"}},
+              {"ranks": [[["0F0"]]], "V": 1.5}]
+    base = {"stage_to_rank": [0], "M": 1, "name": "x", "V": 1, "copies": 1}
+    for fields in forged:
+        got = wire.decode({"__obj__": "Schedule", "fields": {**base, **fields}})
+        if not isinstance(got, wire.Unreadable):
+            assert type(got) is ir.Schedule and all(type(a) is ir.Action
+                                                    for ops in got.ranks for a in ops)
+            with pytest.raises(ValueError, match="runs 2 times"):
+                validate(got)
+    assert not marker.exists()
+
+
 def test_tasks_whose_answers_use_the_library_get_a_run_of_their_own():
     nb = nbformat.read(ROOT / "solutions" / "03_memory" / "03_memory.ipynb", as_version=4)
     runs = plan_runs(nb)
