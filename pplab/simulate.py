@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 from . import simulate_fast
 from .ir import Action, Op, Schedule
-from .timeline import Event, Timeline
+from .timeline import Event, Timeline, run_events
 
 
 class DeadlockError(ValueError):
@@ -172,13 +172,20 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0
     included) back to the reference. ``by_class``: ``duration`` depends only on an op's kind
     and stages, so it may be asked once per (kind, stage).
     """
+    run = _fast_run(schedule, duration, comm, executor, by_class)
+    if run is not None:
+        return run_events(run, schedule)
+    return execute_reference(schedule, duration, comm)
+
+
+def _fast_run(schedule: Schedule, duration, comm: float, executor: str, by_class: bool):
+    """The fast executor's columns (``simulate_fast.Run``), or None where the reference
+    answers: asked for by name, or a schedule the fast one steps aside from."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if executor != "reference":
-        events = simulate_fast.execute(schedule, duration, comm, by_class)
-        if events is not None:
-            return events
-    return execute_reference(schedule, duration, comm)
+    if executor == "reference":
+        return None
+    return simulate_fast.run(schedule, duration, comm, by_class)
 
 
 def execute_reference(schedule: Schedule, duration: Callable[[Op], float],
@@ -285,12 +292,8 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = 
     meta = {"schedule": schedule.name, "P": schedule.P, "M": schedule.M, "V": schedule.V,
             "costs": _costs_dict(costs)}
     if cores is None:
-        if executor not in EXECUTORS:
-            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got "
-                             f"{executor!r}")
         duration = costs.duration_fn(schedule)
-        run = None if executor == "reference" else simulate_fast.run(
-            schedule, duration, costs.comm, by_class=True)
+        run = _fast_run(schedule, duration, costs.comm, executor, by_class=True)
         if run is not None:          # columns; the events are made when first read
             return Timeline.from_run(schedule, run, "simulated", meta)
         events = execute_reference(schedule, duration, costs.comm)

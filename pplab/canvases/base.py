@@ -21,7 +21,6 @@ from typing import Any, Callable
 from ..registry import make_schedule, names
 from ..simulate import Costs, simulate
 from ..text import metrics_line
-from ..timeline import peak_inflight
 
 #: slider ranges shared by the canvases and the tests that sweep them: up to a 64-rank
 #: pipeline with 256 microbatches (the fast executor, pplab/simulate_fast.py, makes that
@@ -33,21 +32,9 @@ SCHEDULES = names(canvas="timeline")
 
 
 def summary(tl) -> str:
-    """One line: makespan, bubble both ways, per-rank peak in-flight."""
-    return f"{metrics_line(tl)}; peak in-flight per rank {_peaks(tl)}"
-
-
-def _peaks(tl) -> list[int]:
-    """``tl.peak_inflight``, kept with a simulated timeline's schedule: it depends only on
-    each rank's run order, which the simulator follows, so a cost slider does not redo it
-    (a third of a P=64, M=256 redraw)."""
-    sched = tl.schedule
-    if tl.source != "simulated" or sched is None or tl._columns() is not None:
-        return tl.peak_inflight             # measured, or read off the simulator's columns
-    peaks = sched.__dict__.get("_canvas_peaks")
-    if peaks is None:
-        peaks = sched.__dict__["_canvas_peaks"] = peak_inflight(sched)
-    return peaks
+    """One line: makespan, bubble both ways, per-rank peak in-flight (a simulated
+    timeline's peaks are kept with the schedule's plan: a cost slider does not redo them)."""
+    return f"{metrics_line(tl)}; peak in-flight per rank {tl.peak_inflight}"
 
 
 @lru_cache(maxsize=4)
