@@ -358,9 +358,13 @@ class Schedule:
         return keys
 
 
+def key_of(kind: str, stage: int, microbatch: int = 0) -> int:
+    """An action's integer key: ``microbatch·KEY_STRIDE + stage·4 + KIND_CODE[kind]``."""
+    return microbatch * KEY_STRIDE + stage * 4 + KIND_CODE[kind]
+
+
 def action_key(a: Action) -> int:
-    """``microbatch·KEY_STRIDE + stage·4 + KIND_CODE[kind]``."""
-    return a.microbatch * KEY_STRIDE + a.stage * 4 + KIND_CODE[a.kind]
+    return key_of(a.kind, a.stage, a.microbatch)
 
 
 def _keys_of(ranks) -> tuple[list, ...] | None:
@@ -370,7 +374,8 @@ def _keys_of(ranks) -> tuple[list, ...] | None:
         for op in ops:
             t = type(op)
             if t is Action:
-                row.append(op.__dict__.get("_key") or action_key(op))
+                k = op.__dict__.get("_key")             # cached by the generators
+                row.append(action_key(op) if k is None else k)
             elif t is Overlap:
                 row.append(pair_key(action_key(op.forward), action_key(op.backward)))
             else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from itertools import repeat
 from operator import lshift, or_
 
-from ..ir import KEY_STRIDE, KIND_CODE, PAIR_SHIFT, Action, Op, Schedule
+from ..ir import KEY_STRIDE, KIND_CODE, PAIR_SHIFT, Action, Op, Schedule, key_of
 
 
 def check_basics(name: str, P: int, M: int, V: int) -> None:
@@ -43,7 +43,7 @@ def _action(kind: str):
         a = new(Action)
         d = a.__dict__
         d["stage"], d["kind"], d["microbatch"] = stage, kind, mb
-        d["_key"] = mb * KEY_STRIDE + stage * 4 + code
+        d["_key"] = mb * KEY_STRIDE + stage * 4 + code     # ir.key_of, inlined: per action
         return a
     make.__name__ = kind
     return make
@@ -58,14 +58,9 @@ def build(name: str, P: int, M: int, placement, ranks: list[list[Op]], V: int = 
     return Schedule(name, P, M, tuple(placement), tuple(tuple(r) for r in ranks), V, copies)
 
 
-def key(kind: str, stage: int, mb: int = 0) -> int:
-    """An action's integer key (``ir.KEY_STRIDE``): what the keyed generators emit."""
-    return mb * KEY_STRIDE + stage * 4 + KIND_CODE[kind]
-
-
 def key_run(kind: str, stage: int, first: int, count: int) -> range:
     """The keys of ``count`` actions of one kind and stage, microbatches ``first`` on."""
-    k = key(kind, stage, first)
+    k = key_of(kind, stage, first)
     return range(k, k + count * KEY_STRIDE, KEY_STRIDE)
 
 

@@ -19,7 +19,8 @@ import pytest
 
 from pplab import NAMES, make_schedule, simulate
 from pplab.ir import Action, KeyedSchedule, Overlap, Schedule, op_of_key, pair_key
-from pplab.schedules._common import Streams, key
+from pplab.ir import key_of as key
+from pplab.schedules._common import Streams
 from pplab.timeline import Event
 
 DATA = pathlib.Path(__file__).parent.parent / "data" / "keyed_frozen.json"
