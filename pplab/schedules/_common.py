@@ -4,7 +4,10 @@ from __future__ import annotations
 from itertools import repeat
 from operator import lshift, or_
 
-from ..ir import KEY_STRIDE, KIND_CODE, PAIR_SHIFT, Action, Op, Schedule, key_of
+# ir as a module, not its functions: a derive-it task blocks every function this module
+# holds (generators' helpers), and the simulator needs ir's own (key_of) in the sandbox
+from .. import ir
+from ..ir import KEY_STRIDE, KIND_CODE, PAIR_SHIFT, Action, Op, Schedule
 
 
 def check_basics(name: str, P: int, M: int, V: int) -> None:
@@ -60,7 +63,7 @@ def build(name: str, P: int, M: int, placement, ranks: list[list[Op]], V: int = 
 
 def key_run(kind: str, stage: int, first: int, count: int) -> range:
     """The keys of ``count`` actions of one kind and stage, microbatches ``first`` on."""
-    k = key_of(kind, stage, first)
+    k = ir.key_of(kind, stage, first)
     return range(k, k + count * KEY_STRIDE, KEY_STRIDE)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from pplab.exercises import guard
 from pplab.exercises.hidden import TASKS
 from pplab.grading import sandbox, student_edition, verdict, wire
 from pplab.grading.execute import plan_runs
@@ -43,6 +44,16 @@ def test_every_blocked_pattern_names_at_least_one_function():
     assert "registry.make_schedule" in patterns and "closed_forms.*" in patterns
     empty = sorted(p for p in patterns if not student_edition.resolve(p))
     assert not empty, f"these patterns block nothing (a renamed function fails open): {empty}"
+
+
+def test_what_every_task_blocks_leaves_the_simulator_whole():
+    """A derive-it task cuts every function its patterns name, re-exports included, with no
+    exception for the library's own calls in the sandbox's files: a core function imported
+    into a generator module would be cut, and the simulator the student may use would then
+    fail (as ``ir.key_of`` did, imported into ``schedules._common``)."""
+    cut = {(m, n) for p in guard.always() for m, n in student_edition.resolve(p)}
+    assert not {(m, n) for m, n in cut if m in ("ir", "simulate_fast")}
+    assert not cut & {("simulate", "execute"), ("timeline", "run_events")}
 
 
 def test_a_stale_pattern_fails_closed(tmp_path):
