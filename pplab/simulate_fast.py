@@ -23,7 +23,7 @@ which raises its own, well-worded error.
 from __future__ import annotations
 
 from itertools import accumulate, chain, compress, repeat
-from operator import add, and_, eq, ge, getitem, invert, ne, not_, rshift
+from operator import add, and_, eq, ge, gt, invert, mod, rshift
 from typing import Callable, NamedTuple
 
 from .ir import (KEY_BITS, KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op, Overlap, Schedule,
@@ -31,6 +31,8 @@ from .ir import (KEY_BITS, KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op,
 from .timeline import run_events
 
 _MASK = KEY_STRIDE - 1                 # key & _MASK = the class, stage·4 + kind
+#: key & _CLASS = an op's duration class: its action's, or for a pair both halves' classes
+_CLASS = _MASK | _MASK << PAIR_SHIFT
 
 
 class Run(NamedTuple):
@@ -50,41 +52,32 @@ class Run(NamedTuple):
 class Plan:
     """One schedule's ops, keys and inputs, compiled once and kept on the schedule.
 
-    ``dep[i]``: the part op i looks up, its input from another rank (it waits for it), or
-    an op of its own rank that must already have run (no wait, no time; itself when it
-    needs nothing), or ``~j`` for the j-th overlapped pair, whose two inputs from other
-    ranks are ``first[j]`` and ``second[j]`` (part ``parts``, always done at -inf, where a
-    half has none). Parts ``0..n-1`` are the ops; pair j's second half is part ``n + j``.
-    ``part_rank`` gives each part's rank. After the first run: ``order``.
+    Parts: op ``i`` is part ``i``; an overlapped pair at ``i`` has its backward half as
+    part ``n + i`` (both end when the pair does); part ``2n`` is "none", done at -inf.
+    ``dep[i]``: the part op i needs from another rank (it waits for it), or "none"; for a
+    pair, ``~`` the forward half's and ``second[i]`` the backward half's. ``cls[i]``: the
+    op's duration class (``_CLASS``). After the first run: ``order``.
     """
-    __slots__ = ("n", "keys", "rank", "part_rank", "bounds", "cls", "dep", "first",
-                 "second", "order", "memo", "_straight")
+    __slots__ = ("n", "keys", "rank", "bounds", "cls", "dep", "second", "order", "memo",
+                 "_prev")
 
-    def __init__(self, n, keys, rank, part_rank, bounds, cls, dep, first, second):
-        self.n, self.keys, self.rank, self.part_rank = n, keys, rank, part_rank
-        self.bounds, self.cls, self.dep = bounds, cls, dep
-        self.first, self.second = first, second
-        self.order = self._straight = None
+    def __init__(self, n, keys, rank, bounds, cls, dep, second):
+        self.n, self.keys, self.rank, self.bounds = n, keys, rank, bounds
+        self.cls, self.dep, self.second = cls, dep, second
+        self.order = self._prev = None
         self.memo = {}
 
-    @property
-    def parts(self) -> int:
-        return len(self.part_rank)
-
-    def straight(self):
-        """``(prev, cross)`` for the straight pass, made on first use (only a second
-        simulation needs them): each op's predecessor on its rank (``parts + 1``, "free at
-        0", for a rank's first op) and its input from another rank (``parts``, "none")."""
-        if self._straight is None:
-            n, none = self.n, self.parts
+    def prev(self) -> list[int]:
+        """Each op's predecessor on its rank, ``2n + 1`` ("free at 0") for a rank's first
+        op: the straight pass's other input, made on first use (a second simulation)."""
+        if self._prev is None:
+            n = self.n
             prev = list(range(-1, n - 1))
             for b in self.bounds[:-1]:
                 if b < n:
-                    prev[b] = none + 1
-            pr = self.part_rank
-            cross = [d if d < 0 or pr[d] != r else none for d, r in zip(self.dep, self.rank)]
-            self._straight = prev, cross
-        return self._straight
+                    prev[b] = 2 * n + 1
+            self._prev = prev
+        return self._prev
 
 
 def plan(schedule: Schedule) -> Plan | None:
@@ -103,146 +96,161 @@ def _compile(schedule: Schedule) -> Plan | None:
     rank_keys = schedule.rank_keys()
     if rank_keys is None:
         return None
-    S, M, P = schedule.num_stages, schedule.M, schedule.P
     sizes = list(map(len, rank_keys))
     bounds = [0, *accumulate(sizes)]
-    n = bounds[-1]
     keys = list(chain.from_iterable(rank_keys))
-    rank_of = list(chain.from_iterable(map(repeat, range(P), sizes)))
-    parts, part_rank, pair_at = keys, rank_of, []
-    top = max(keys, default=0)
-    if top >= PAIR_BASE:                             # overlapped pairs: a part each half
-        is_pair = list(map(ge, keys, repeat(PAIR_BASE)))
-        pair_at = list(compress(range(n), is_pair))
-        parts = list(map(and_, keys, repeat(PAIR_BASE - 1)))
-        parts += map(rshift, compress(keys, is_pair), repeat(PAIR_SHIFT))
-        part_rank = rank_of + list(map(rank_of.__getitem__, pair_at))
-        top = max(parts)
-    cls = list(map(and_, parts, repeat(_MASK)))
-    present = set(cls)
-    if parts and (min(keys) < 0 or top >= M * KEY_STRIDE or max(present) >= 4 * S):
-        return None                                  # a stage or microbatch out of range
-    if _off_its_rank(schedule, cls, bounds, pair_at, rank_of):
+    rank_of = list(chain.from_iterable(map(repeat, range(schedule.P), sizes)))
+    cls = list(map(and_, keys, repeat(_CLASS)))
+    if _off_its_rank(schedule, cls, bounds):
         return None
-    dep = _deps_from_streams(schedule, bounds, parts, pair_at)
-    if dep is None:
-        dep = _deps_by_key(schedule, parts, cls, present)
-        if dep is None:
+    inputs = _inputs_from_streams(schedule, bounds)
+    if inputs is None:
+        inputs = _inputs_by_key(schedule, keys, cls)
+        if inputs is None:
             return None
-    first = second = ()
-    if pair_at:
-        paired = _pairs(dep, n, pair_at, part_rank)
-        if paired is None:
-            return None
-        dep, first, second = paired
-    op_cls = cls[:n] if pair_at else cls
-    any(map(op_cls.__setitem__, pair_at, zip(map(cls.__getitem__, pair_at), cls[n:])))
-    return Plan(n, keys, rank_of, part_rank, bounds, op_cls, dep, first, second)
+    return Plan(bounds[-1], keys, rank_of, bounds, cls, *inputs)
 
 
-def _deps_by_key(schedule, parts, cls, present) -> list[int] | None:
-    """Each part's look-up (``Plan.dep``), found by key in a dict of all keys; None where
-    an action runs twice, a stage and microbatch has both a B and an I, or an input is
-    missing (the reference says which)."""
-    N = len(parts)
-    idx = dict(zip(parts, range(N)))
-    if len(idx) < N:
-        return None                                  # an action run twice
-    if {1, 2} <= {c & 3 for c in present} and _b_and_i_for_one_action(parts, idx):
-        return None
-    offset, mixed = _tables(schedule, present)
-    dep = list(map(idx.get, map(add, parts, map(offset.__getitem__, cls)), repeat(N)))
-    if N in dep and not _found_in_mixed(dep, cls, parts, idx, mixed, N):
-        return None                                  # an input nobody makes
-    return dep
+def _off_its_rank(schedule, cls, bounds) -> bool:
+    """Some op's stage is out of range or lives on another rank (checked per class)."""
+    place, S = schedule.stage_to_rank, schedule.num_stages
+    for r in range(len(bounds) - 1):
+        for c in set(cls[bounds[r]:bounds[r + 1]]):
+            for half in ((c & _MASK, c >> PAIR_SHIFT) if c >= PAIR_BASE else (c,)):
+                if half >> 2 >= S or place[half >> 2] != r:
+                    return True
+    return False
 
 
-def _deps_from_streams(schedule, bounds, parts, pair_at) -> list[int] | None:
-    """``Plan.dep`` from a generator's streams (``Schedule.from_keys(streams=...)``): the
-    F's and the backwards (B or I) of one stage come in microbatch order, so what
-    microbatch m looks up is element m of another stream, filled a run at a time with
-    slice assignments (no key is looked up); a W looks up its own I (by its key's
-    microbatch where it was written out of order, ``Streams.weight``).
-    None where a stream it needs is short or missing, or some op is in no stream: then
-    the keys answer."""
+def _source(schedule, kind: str, s: int):
+    """The stream a stream's ops take their input from, microbatch for microbatch (None: a
+    first stage's F needs nothing). A W's is its own I, a last stage's backward its own F."""
+    first, last = schedule._stage_ends
+    if kind == "F":
+        return None if first[s] else ("F", s - 1)
+    if kind == "W" or not last[s]:
+        return ("B", s) if kind == "W" else ("B", s + 1)
+    return ("F", s)
+
+
+def _inputs_from_streams(schedule, bounds):
+    """``(dep, second)`` (``Plan``) from a generator's streams (``Schedule.from_keys(
+    streams=...)``): one stage's F's, and its backwards (B or I), come in microbatch order,
+    so what microbatch m needs is element m of another stream; whether that is on another
+    rank is known per stream, so inputs are filled a run at a time with slice assignments
+    (no key is looked up). A W written out of order (``Streams.weight``) finds its I by its
+    key's microbatch. None where a stream is short or missing, a same-rank input comes
+    later, or some op is in no stream: then the keys answer."""
     runs = schedule.__dict__.get("_streams")
     if runs is None:
         return None
-    n, first, last = bounds[-1], *schedule._stage_ends
-    second = list(range(n))                         # a part's id, by its op's position
-    if pair_at:                                     # a pair's backward half: n + ordinal
-        any(map(second.__setitem__, pair_at, range(n, len(parts))))
-    where = {stream: _ids(base, segs, second)
+    n, place = bounds[-1], schedule.stage_to_rank
+    where = {stream: _ids(base, segs, n)
              for base, streams in zip(bounds, runs) for stream, segs in streams.items()}
     if max(map(len, where.values()), default=0) > schedule.microbatches_per_copy:
         return None
-    dep = [-1] * len(parts)
+    none = 2 * n
+    dep, second = [None] * n, [none] * n
     for base, streams in zip(bounds, runs):
         for (kind, s), segs in streams.items():
-            mine = where[(kind, s)]
-            if kind == "W" and any(seg[3] == 2 for seg in segs):    # its own I, by microbatch
-                src = where.get(("B", s))
-                mbs = list(map(rshift, map(parts.__getitem__, mine), repeat(KEY_BITS)))
-                if src is None or max(mbs) >= len(src):
-                    return None
-                any(map(dep.__setitem__, mine, map(src.__getitem__, mbs)))
-                continue
-            src = where.get(("F", s - 1) if kind == "F" and not first[s] else (kind, s)
-                            if kind == "F" else ("B", s) if kind == "W" else ("F", s)
-                            if last[s] else ("B", s + 1))
-            if src is None or len(src) < len(mine):
+            mine, src = where[(kind, s)], _source(schedule, kind, s)
+            if src is None:
+                need = repeat(none, len(mine))
+            elif src not in where:
                 return None
-            m = 0
-            for p, step, count, half in segs:
-                if half:
-                    any(map(dep.__setitem__, mine[m:m + count], src[m:m + count]))
-                else:
-                    dep[base + p:base + p + step * count:step] = src[m:m + count]
-                m += count
-    return None if -1 in dep else dep
+            elif kind == "W" and any(seg[3] == 2 for seg in segs):
+                keys = schedule.rank_keys()[place[s]]
+                mbs = [keys[i - base] >> KEY_BITS for i in mine]
+                if max(mbs) >= len(where[src]):
+                    return None
+                need = list(map(where[src].__getitem__, mbs))
+            else:
+                need = where[src][:len(mine)]
+                if len(need) < len(mine):
+                    return None
+            if src is not None and place[src[1]] == place[s]:      # made on this rank
+                if any(map(gt, map(mod, need, repeat(n)), map(mod, mine, repeat(n)))):
+                    return None
+                need = repeat(none, len(mine))
+            _fill(dep, second, base, segs, list(need))
+    return None if None in dep else (dep, second)
 
 
-def _ids(base: int, segs, second) -> list[int]:
-    """The part ids of a stream's runs, in order (a backward half's from ``second``)."""
+def _fill(dep, second, base, segs, need) -> None:
+    """Write a stream's inputs ``need`` (in its microbatch order) where its runs sit: an
+    op's in ``dep``, a pair's forward half's as ``~`` in ``dep``, its backward half's in
+    ``second`` (``Streams`` run halves 3 and 1)."""
+    m = 0
+    for p, step, count, half in segs:
+        at, part = slice(base + p, base + p + step * count, step), need[m:m + count]
+        if half == 1:
+            second[at] = part
+        else:
+            dep[at] = map(invert, part) if half == 3 else part
+        m += count
+
+
+def _ids(base: int, segs, n: int) -> list[int]:
+    """The part ids of a stream's runs, in order (a pair's backward half: ``n`` on)."""
     out = []
     for p, step, count, half in segs:
-        run = range(base + p, base + p + step * count, step)
-        out += map(second.__getitem__, run) if half else run
+        lo = base + p + (n if half == 1 else 0)
+        out += range(lo, lo + step * count, step)
     return out
 
 
-def _pairs(dep, n, pair_at, part_rank):
-    """``(dep, first, second)``: pair j's look-ups moved to ``first[j]`` and ``second[j]``
-    (its inputs from other ranks) and its ``dep`` set to ``~j``; a part made on the op's
-    own rank is named by its op's index. None where a pair needs something its own rank
-    makes only later."""
-    part_op = list(range(n)) + pair_at
-    out = dep[:n]
-    halves = list(compress(range(n), map(ge, out, repeat(n))))   # look at a pair's half
-    for i in compress(halves, map(eq, map(part_rank.__getitem__, map(out.__getitem__, halves)),
-                                  map(part_rank.__getitem__, halves))):      # on this rank
-        out[i] = part_op[out[i]]
-    ranks = list(map(part_rank.__getitem__, pair_at))
-    looks = (list(map(out.__getitem__, pair_at)), dep[n:])
-    cross = [list(map(ne, map(part_rank.__getitem__, d), ranks)) for d in looks]
-    for d, c in zip(looks, cross):                 # made here: must come earlier
-        if any(part_op[x] > i for x, i in compress(zip(d, pair_at), map(not_, c))):
-            return None
-    none = len(dep)                                # a part that is always done, at -inf
-    inputs = [map(getitem, zip(repeat(none), d), c) for d, c in zip(looks, cross)]
-    any(map(out.__setitem__, pair_at, map(invert, range(len(pair_at)))))
-    return out, *map(list, inputs)
+def _inputs_by_key(schedule, keys, cls):
+    """``(dep, second)`` (``Plan``) found by key in a dict of every part's key; None where
+    an action runs twice or out of range, a stage and microbatch has both a B and an I, or
+    an input is missing or made on its own rank only later (the reference says which)."""
+    n = len(keys)
+    parts, ids, pair_at = keys, range(n), []
+    if max(keys, default=0) >= PAIR_BASE:               # a pair's backward half: n + i
+        pair_at = list(compress(range(n), map(ge, keys, repeat(PAIR_BASE))))
+        parts = list(map(and_, keys, repeat(PAIR_BASE - 1)))
+        parts += map(rshift, map(keys.__getitem__, pair_at), repeat(PAIR_SHIFT))
+        ids = [*ids, *map(add, pair_at, repeat(n))]
+    if parts and (min(parts) < 0 or max(parts) >= schedule.M * KEY_STRIDE):
+        return None
+    idx = dict(zip(parts, ids))
+    if len(idx) < len(parts):
+        return None                                     # an action run twice
+    if pair_at:                                         # the op's classes, halves apart
+        cls = list(map(and_, parts, repeat(_MASK)))
+    present = set(cls)
+    if {1, 2} <= {c & 3 for c in present} and _b_and_i_for_one_action(parts, idx):
+        return None
+    offset, mixed = _tables(schedule, present)
+    found = list(map(idx.get, map(add, parts, map(offset.__getitem__, cls)), repeat(-1)))
+    if -1 in found and not _found_in_mixed(found, cls, parts, idx, mixed):
+        return None                                     # an input nobody makes
+    here = list(map(_made_here(schedule, offset).__getitem__, cls))
+    return _cross(found, ids, here, pair_at)
 
 
-def _off_its_rank(schedule, cls, bounds, pair_at, rank_of) -> bool:
-    """Some action runs on a rank other than its stage's (checked per distinct class)."""
+def _made_here(schedule, offset) -> list[bool]:
+    """Per class: is its input made on its own rank (or is it "none", a first F's)? Its
+    input's stage is the same for every op of a class (a B's or an I's, where ``mixed``)."""
     place = schedule.stage_to_rank
-    for r in range(len(bounds) - 1):
-        if any(place[c >> 2] != r for c in set(cls[bounds[r]:bounds[r + 1]])):
-            return True
-    n = bounds[-1]
-    return any(map(ne, map(place.__getitem__, map(rshift, cls[n:], repeat(2))),
-                   map(rank_of.__getitem__, pair_at)))
+    return [place[(c + off) >> 2] == place[c >> 2] for c, off in enumerate(offset)]
+
+
+def _cross(found, ids, here, pair_at):
+    """``(dep, second)`` from each part's input: kept where another rank makes it, "none"
+    where its own rank does, earlier (else None: the reference finds it stuck). Parts
+    ``ids`` (an op's ``i``, a pair's backward half ``n + i``), inputs ``found``."""
+    n = len(ids) - len(pair_at)
+    mine, made = compress(ids, here), compress(found, here)
+    if pair_at:                                         # a part n + i is op i's half
+        mine, made = map(mod, mine, repeat(n)), map(mod, made, repeat(n))
+    if any(map(gt, made, mine)):
+        return None
+    none = 2 * n
+    any(map(found.__setitem__, compress(range(len(found)), here), repeat(none)))
+    dep, second = found[:n], [none] * n
+    any(map(dep.__setitem__, pair_at, map(invert, map(dep.__getitem__, pair_at))))
+    any(map(second.__setitem__, pair_at, found[n:]))
+    return dep, second
 
 
 def _b_and_i_for_one_action(parts, idx) -> bool:
@@ -251,15 +259,15 @@ def _b_and_i_for_one_action(parts, idx) -> bool:
     return any(map(idx.__contains__, map(add, full, repeat(1))))
 
 
-def _found_in_mixed(dep, cls, parts, idx, mixed, sentinel) -> bool:
+def _found_in_mixed(found, cls, parts, idx, mixed) -> bool:
     """Fill in, in place, the backward inputs looked for as a B where that stage ran an I;
     False if some input is still missing."""
-    for p in list(compress(range(len(dep)), map(eq, dep, repeat(sentinel)))):
+    for p in list(compress(range(len(found)), map(eq, found, repeat(-1)))):
         c = cls[p]
         if c not in mixed:
             return False
-        d = dep[p] = idx.get(parts[p] + mixed[c] + 1, sentinel)
-        if d == sentinel:
+        d = found[p] = idx.get(parts[p] + mixed[c] + 1, -1)
+        if d == -1:
             return False
     return True
 
@@ -295,13 +303,12 @@ def _tables(schedule: Schedule, present: set[int]):
 
 def first_run(pl: Plan, dur: list[float], comm: float):
     """The reference's worklist: ``(start, end)``, ``pl.order`` filled in, or None where
-    the reference must answer (a deadlock, or something made on this rank only later). A
-    rank runs until an input from another rank is missing, then waits for that part."""
-    n, dep, bounds, prank = pl.n, pl.dep, pl.bounds, pl.part_rank
-    first, second = pl.first, pl.second
+    the reference must answer (a deadlock). A rank runs until an input from another rank
+    is missing, then waits for that part."""
+    n, dep, second, bounds = pl.n, pl.dep, pl.second, pl.bounds
     P = len(bounds) - 1
-    start, end, waiter = [0.0] * n, [None] * (pl.parts + 1), [-1] * (pl.parts + 1)
-    end[pl.parts] = float("-inf")                    # "none": a pair's missing input
+    start, end, waiter = [0.0] * n, [None] * (2 * n + 1), [-1] * (2 * n)
+    end[2 * n] = float("-inf")                        # "none"
     pointer, free_at, stretches = bounds[:P], [0.0] * P, []
     todo = list(range(P))
     pop, push = todo.pop, todo.append
@@ -311,22 +318,7 @@ def first_run(pl: Plan, dur: list[float], comm: float):
         stop, t = bounds[rank + 1], free_at[rank]
         while i < stop:
             d = dep[i]
-            if d < 0:                            # overlapped pair ~d: two inputs
-                a, b = first[~d], second[~d]
-                ea, eb = end[a], end[b]
-                if ea is None or eb is None:
-                    waiter[a if ea is None else b] = rank
-                    break
-                start[i] = t = max(t, ea + comm, eb + comm)
-                t += dur[i]
-                x = n + ~d
-                end[i] = end[x] = t
-                for part in (i, x):              # woken part by part, as the reference does
-                    if waiter[part] >= 0:
-                        push(waiter[part])
-                i += 1
-                continue
-            if prank[d] != rank:                 # an input from another rank
+            if d >= 0:
                 e = end[d]
                 if e is None:
                     waiter[d] = rank
@@ -334,11 +326,24 @@ def first_run(pl: Plan, dur: list[float], comm: float):
                 e += comm
                 if e > t:
                     t = e
-            elif d > i:                          # made on this rank, but later: stuck
-                break
-            start[i] = t
-            t += dur[i]
-            end[i] = t
+                start[i] = t
+                t += dur[i]
+                end[i] = t
+            else:                                    # an overlapped pair: two inputs
+                a, b = ~d, second[i]
+                ea, eb = end[a], end[b]
+                if ea is None or eb is None:
+                    waiter[a if ea is None else b] = rank
+                    break
+                start[i] = t = max(t, ea + comm, eb + comm)
+                t += dur[i]
+                end[i] = end[n + i] = t
+                if waiter[i] >= 0:                   # woken part by part, as the reference
+                    push(waiter[i])
+                if waiter[n + i] >= 0:
+                    push(waiter[n + i])
+                i += 1
+                continue
             if waiter[i] >= 0:
                 push(waiter[i])
             i += 1
@@ -353,10 +358,9 @@ def first_run(pl: Plan, dur: list[float], comm: float):
 
 def rerun(pl: Plan, dur: list[float], comm: float):
     """Times along the recorded run order: one straight pass, every input already done."""
-    n, first, second, none = pl.n, pl.first, pl.second, pl.parts
-    prev, dep = pl.straight()
-    start, end = [0.0] * n, [0.0] * (none + 2)
-    end[none] = float("-inf")                        # "no input": never the later one
+    n, dep, second, prev = pl.n, pl.dep, pl.second, pl.prev()
+    start, end = [0.0] * n, [0.0] * (2 * n + 2)
+    end[2 * n] = float("-inf")                       # "none": never the later one
     for i in pl.order:
         t = end[prev[i]]
         d = dep[i]
@@ -364,20 +368,18 @@ def rerun(pl: Plan, dur: list[float], comm: float):
             e = end[d] + comm
             if e > t:
                 t = e
+            start[i] = t
+            end[i] = t + dur[i]
         else:
-            j = ~d
-            start[i] = t = max(t, end[first[j]] + comm, end[second[j]] + comm)
-            end[i] = end[n + j] = t + dur[i]
-            continue
-        start[i] = t
-        end[i] = t + dur[i]
+            start[i] = t = max(t, end[~d] + comm, end[second[i]] + comm)
+            end[i] = end[n + i] = t + dur[i]
     return start, end
 
 
 def _representative(c) -> Op:
     """An op of duration class ``c`` (``Costs.duration_fn`` reads only kinds and stages)."""
-    if type(c) is tuple:
-        return Overlap(*map(_representative, c))
+    if c >= PAIR_BASE:
+        return Overlap(_representative(c & _MASK), _representative(c >> PAIR_SHIFT))
     return Action(c >> 2, KINDS[c & 3], 0)
 
 

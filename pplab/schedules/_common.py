@@ -78,8 +78,8 @@ class Streams:
         self.keys: list = []
         self.next: dict[tuple[str, int], int] = {}
         #: per stream, where its ops sit: ``(first position, step, count, half)`` runs in
-        #: the order written (half 1: the backward half of an overlapped pair; 2: a W
-        #: written by ``weight``, out of its stream's count)
+        #: the order written (half 3 and 1: the forward and the backward half of an
+        #: overlapped pair; 2: a W written by ``weight``, out of its stream's count)
         self.runs: dict[tuple[str, int], list] = {}
 
     def repeat(self, pattern, times: int) -> None:
@@ -90,7 +90,7 @@ class Streams:
         L, out, at = len(pattern), [0] * (len(pattern) * times), len(self.keys)
         for t, item in enumerate(pattern):
             if type(item[0]) is tuple:
-                out[t::L] = map(or_, self._run(*item[0], times, (at + t, L, 0)), map(
+                out[t::L] = map(or_, self._run(*item[0], times, (at + t, L, 3)), map(
                     lshift, self._run(*item[1], times, (at + t, L, 1)), repeat(PAIR_SHIFT)))
             else:
                 out[t::L] = self._run(*item, times, (at + t, L, 0))

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pplab import simulate_fast
-from pplab.ir import KEY_STRIDE, PAIR_BASE, PAIR_SHIFT, Action, Schedule
+from pplab.ir import PAIR_BASE, Action, Schedule
 from pplab.registry import NAMES, make_schedule
 from pplab.simulate import Costs, execute, execute_reference, simulate
 
@@ -121,14 +121,12 @@ def test_a_generators_streams_give_the_inputs_the_keys_give(name, P, M):
     except ValueError:
         assume(False)
     keys = [k for row in sched.rank_keys() for k in row]
-    pair_at = [i for i, k in enumerate(keys) if k >= PAIR_BASE]
-    parts = [k & (PAIR_BASE - 1) for k in keys] + [keys[i] >> PAIR_SHIFT for i in pair_at]
-    cls = [k & (KEY_STRIDE - 1) for k in parts]
-    bounds = simulate_fast.plan(sched).bounds
-    by_streams = simulate_fast._deps_from_streams(sched, bounds, parts, pair_at)
+    pl = simulate_fast.plan(sched)
+    by_streams = simulate_fast._inputs_from_streams(sched, pl.bounds)
     assert (by_streams is None) == (name == "zbv" and M < 2 * P - 1)  # some dropped
     if by_streams is not None:
-        assert by_streams == simulate_fast._deps_by_key(sched, parts, cls, set(cls))
+        assert by_streams == simulate_fast._inputs_by_key(sched, keys, pl.cls)
+        assert sum(d < 0 for d in by_streams[0]) == sum(k >= PAIR_BASE for k in keys)
 
 
 @pytest.mark.parametrize("name", NAMES)
