@@ -26,8 +26,8 @@ from itertools import accumulate, chain, compress, repeat
 from operator import add, and_, eq, ge, gt, invert, mod, rshift
 from typing import Callable, NamedTuple
 
-from .ir import (KEY_BITS, KEY_STRIDE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op, Overlap, Schedule,
-                 gc_paused)
+from .ir import (KEY_BITS, KEY_STRIDE, KIND_CODE, KINDS, PAIR_BASE, PAIR_SHIFT, Action, Op,
+                 Overlap, Schedule, gc_paused)
 from .timeline import run_events
 
 _MASK = KEY_STRIDE - 1                 # key & _MASK = the class, stage·4 + kind
@@ -122,57 +122,45 @@ def _off_its_rank(schedule, cls, bounds) -> bool:
     return False
 
 
-def _source(schedule, kind: str, s: int):
-    """The stream a stream's ops take their input from, microbatch for microbatch (None: a
-    first stage's F needs nothing). A W's is its own I, a last stage's backward its own F."""
-    first, last = schedule._stage_ends
-    if kind == "F":
-        return None if first[s] else ("F", s - 1)
-    if kind == "W" or not last[s]:
-        return ("B", s) if kind == "W" else ("B", s + 1)
-    return ("F", s)
-
-
 def _inputs_from_streams(schedule, bounds):
     """``(dep, second)`` (``Plan``) from a generator's streams (``Schedule.from_keys(
     streams=...)``): one stage's F's, and its backwards (B or I), come in microbatch order,
-    so what microbatch m needs is element m of another stream; whether that is on another
-    rank is known per stream, so inputs are filled a run at a time with slice assignments
-    (no key is looked up). A W written out of order (``Streams.weight``) finds its I by its
-    key's microbatch. None where a stream is short or missing, a same-rank input comes
-    later, or some op is in no stream: then the keys answer."""
+    so what microbatch m needs is element m of another stream (the one ``_tables`` names);
+    whether that is on another rank is known per stream, so inputs are filled a run at a
+    time with slice assignments (no key is looked up). A W written out of order
+    (``Streams.weight``) finds its I by its key's microbatch. None where a stream is short
+    or missing, a same-rank input comes later, or some op is in no stream: then the keys
+    answer."""
     runs = schedule.__dict__.get("_streams")
     if runs is None:
         return None
-    n, place = bounds[-1], schedule.stage_to_rank
+    n = bounds[-1]
     where = {stream: _ids(base, segs, n)
              for base, streams in zip(bounds, runs) for stream, segs in streams.items()}
     if max(map(len, where.values()), default=0) > schedule.microbatches_per_copy:
         return None
-    none = 2 * n
+    offset = _tables(schedule, set())[0]       # a stream: B's and I's together, as a B
+    here, none = _made_here(schedule, offset), 2 * n
     dep, second = [None] * n, [none] * n
     for base, streams in zip(bounds, runs):
         for (kind, s), segs in streams.items():
-            mine, src = where[(kind, s)], _source(schedule, kind, s)
-            if src is None:
-                need = repeat(none, len(mine))
-            elif src not in where:
-                return None
-            elif kind == "W" and any(seg[3] == 2 for seg in segs):
-                keys = schedule.rank_keys()[place[s]]
-                mbs = [keys[i - base] >> KEY_BITS for i in mine]
-                if max(mbs) >= len(where[src]):
+            mine, c = where[(kind, s)], 4 * s + KIND_CODE[kind]
+            src = c + offset[c]
+            need = [none] * len(mine)
+            if src != c:                       # not a first stage's F, which needs nothing
+                made = where.get(("F" if src & 3 == 0 else "B", src >> 2), ())
+                if kind == "W" and any(seg[3] == 2 for seg in segs):
+                    keys = schedule.rank_keys()[schedule.stage_to_rank[s]]
+                    mbs = [keys[i - base] >> KEY_BITS for i in mine]
+                    if max(mbs) >= len(made):
+                        return None
+                    made = list(map(made.__getitem__, mbs))
+                made = made[:len(mine)]
+                if len(made) < len(mine) or here[c] and _made_later(made, mine, n):
                     return None
-                need = list(map(where[src].__getitem__, mbs))
-            else:
-                need = where[src][:len(mine)]
-                if len(need) < len(mine):
-                    return None
-            if src is not None and place[src[1]] == place[s]:      # made on this rank
-                if any(map(gt, map(mod, need, repeat(n)), map(mod, mine, repeat(n)))):
-                    return None
-                need = repeat(none, len(mine))
-            _fill(dep, second, base, segs, list(need))
+                if not here[c]:
+                    need = made
+            _fill(dep, second, base, segs, need)
     return None if None in dep else (dep, second)
 
 
@@ -225,7 +213,7 @@ def _inputs_by_key(schedule, keys, cls):
     if -1 in found and not _found_in_mixed(found, cls, parts, idx, mixed):
         return None                                     # an input nobody makes
     here = list(map(_made_here(schedule, offset).__getitem__, cls))
-    return _cross(found, ids, here, pair_at)
+    return _cross(found, ids, here, pair_at, n)
 
 
 def _made_here(schedule, offset) -> list[bool]:
@@ -235,15 +223,11 @@ def _made_here(schedule, offset) -> list[bool]:
     return [place[(c + off) >> 2] == place[c >> 2] for c, off in enumerate(offset)]
 
 
-def _cross(found, ids, here, pair_at):
+def _cross(found, ids, here, pair_at, n):
     """``(dep, second)`` from each part's input: kept where another rank makes it, "none"
     where its own rank does, earlier (else None: the reference finds it stuck). Parts
     ``ids`` (an op's ``i``, a pair's backward half ``n + i``), inputs ``found``."""
-    n = len(ids) - len(pair_at)
-    mine, made = compress(ids, here), compress(found, here)
-    if pair_at:                                         # a part n + i is op i's half
-        mine, made = map(mod, mine, repeat(n)), map(mod, made, repeat(n))
-    if any(map(gt, made, mine)):
+    if _made_later(compress(found, here), compress(ids, here), n):
         return None
     none = 2 * n
     any(map(found.__setitem__, compress(range(len(found)), here), repeat(none)))
@@ -251,6 +235,12 @@ def _cross(found, ids, here, pair_at):
     any(map(dep.__setitem__, pair_at, map(invert, map(dep.__getitem__, pair_at))))
     any(map(second.__setitem__, pair_at, found[n:]))
     return dep, second
+
+
+def _made_later(made, mine, n: int) -> bool:
+    """Some input ``made`` on the op's own rank comes after the op (``mine``); parts, so a
+    pair's backward half ``n + i`` counts as its op ``i``."""
+    return any(map(gt, map(mod, made, repeat(n)), map(mod, mine, repeat(n))))
 
 
 def _b_and_i_for_one_action(parts, idx) -> bool:
