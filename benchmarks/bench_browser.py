@@ -16,7 +16,7 @@ the time to lesson 02's first canvas, cold (new browser) then warm (HTTP cache f
 corner of its sliders (interleaved, P=64, M=256, V=2: 65 536 ops).
 The last line is exactly ``browser redraw p50 X ms p95 Y ms`` (the timeline canvas), unless
 ``--first-canvas-only`` or ``--simulator``: with ``--lite --simulator``, make + simulate at
-issue 21's sizes (bench_simulator.AT_SCALE) in the site's Pyodide kernel, median of 5, and
+the far corner's sizes (bench_simulator.AT_SCALE) in the site's Pyodide kernel, median of 5, and
 the same in this CPython in the same run, with their ratio (goal: ≤ 150 ms in the site).
 """
 from __future__ import annotations
@@ -108,7 +108,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1, help="--lite: first canvas in N browsers")
     ap.add_argument("--first-canvas-only", action="store_true", help="--lite: no slider latency")
     ap.add_argument("--simulator", action="store_true",
-                    help="--lite: make + simulate at issue 21's sizes in the site's kernel")
+                    help="--lite: make + simulate at the far corner's sizes in the site's kernel")
     a = ap.parse_args()
     if a.far:
         from pplab.canvases.base import M_RANGE, P_RANGE

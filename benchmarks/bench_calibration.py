@@ -3,7 +3,7 @@
 For each P: one torchrun launch (``run_many``) of every built-in schedule at that P, M = 8,
 ``--repeats`` times round-robin, the tiny default model unless ``--model``; costs fitted on
 the calibration schedules (1f1b, interleaved, zbv, naive) of the same launch, with the ranks
-sharing the cores they effectively got of this machine's (``pplab.contention``,
+sharing the cores they effectively got of this machine's (``pplab.sim.contention``,
 ``calibrate.fit_costs_and_cores``) and, for comparison, a core each; then, per schedule,
 the measured makespan (median of the repeats, then the fastest repeat, the fit using only
 the fastest repeats) against the simulator with the default cost shape (tb = 2·tf, no comm,
@@ -22,7 +22,7 @@ import pickle
 import platform
 import statistics
 
-from pplab.calibrate import costs_to_dict
+from pplab.sim.calibrate import costs_to_dict
 from pplab.runtime.model import TinyConfig
 from pplab.runtime.calibration import (CALIBRATION_SCHEDULES, calibrate, calibrate_on, comparison,
                                        measure, runnable_schedules, STATISTICS,

@@ -2,15 +2,17 @@
 
 The pure core imported here (schedule registry, validator, simulator, timeline) needs
 neither torch nor matplotlib, so live sliders stay instant and it runs in a browser too.
-Drawing lives in ``pplab.draw``, canvases in ``pplab.canvases``, the real multi-process
-runtime in ``pplab.runtime``, memory accounting in ``pplab.memory``.
+The package root holds the core's main modules; the simulator lives in ``pplab.sim``,
+environment probes (browser or machine, Slurm) in ``pplab.probe``, drawing in ``pplab.draw``,
+canvases in ``pplab.canvases``, the real multi-process runtime in ``pplab.runtime``, memory
+accounting in ``pplab.memory``.
 """
 from .ir import Action, Overlap, Schedule, parse_op
 from .registry import NAMES, REGISTRY, make_schedule
-from .simulate import Costs, DeadlockError, simulate
+from .sim import Costs, DeadlockError, simulate
 from .timeline import Event, Timeline, peak_inflight
 from .validate import ScheduleError, check, validate
-from .env import in_browser, local_only, register_magic as _register_magic
+from .probe.env import in_browser, local_only, register_magic as _register_magic
 
 _register_magic()
 

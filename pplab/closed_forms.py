@@ -24,6 +24,14 @@ def bubble_both(P: int, M: float, V: int = 1) -> tuple[float, float]:
     return bubble_fraction(P, M, V), bubble_ratio(P, M, V)
 
 
+def interleaved_messages(P: int, M: int, V: int = 1) -> int:
+    """Point-to-point messages of one interleaved 1F1B step (1F1B at V = 1): each microbatch
+    crosses the P·V − 1 chunk boundaries with its activation and back with its gradient,
+    2·M·(P·V − 1). Against 1F1B's 2·M·(P − 1) the count grows by (P·V − 1)/(P − 1): a
+    middle rank sends exactly V times as many, the whole pipeline a little more than V."""
+    return 2 * M * (P * V - 1)
+
+
 def _split(tf, tb, tw, tfb):
     tf, tb, tw = float(tf), float(tb), float(tw)
     return tf, tb, tw, tb - tw, (tf + tb if tfb is None else float(tfb))

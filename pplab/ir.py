@@ -20,17 +20,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterator, Sequence, Union
 
-KINDS = ("F", "B", "I", "W")
-KIND_CODE = {k: i for i, k in enumerate(KINDS)}
-#: an action's integer key is ``microbatch·KEY_STRIDE + stage·4 + KIND_CODE[kind]``: the
-#: fast simulator numbers actions by it, and the generators' constructors cache it on each
-#: action they make as ``_key`` (not a field: equality, hashing and printing ignore it)
-KEY_BITS = 20
-KEY_STRIDE = 1 << KEY_BITS
-#: an overlapped pair's key is ``forward key | backward key << PAIR_SHIFT`` (keys stay
-#: below 2**40, so a key at or above ``PAIR_BASE`` is a pair)
-PAIR_SHIFT = 40
-PAIR_BASE = 1 << PAIR_SHIFT
+from . import keys
+from .keys import KINDS
+
 KIND_NAMES = {"F": "forward", "B": "backward", "I": "backward (inputs)",
               "W": "backward (weights)", "FB": "overlapped forward+backward"}
 
@@ -329,42 +321,46 @@ class Schedule:
         return cls(d["name"], int(d["P"]), int(d["M"]), tuple(d["stage_to_rank"]), ranks,
                    int(d.get("V", 1)), int(d.get("copies", 1)))
 
-    # ---- integer keys --------------------------------------------------------------------
+    # ---- integer keys (pplab/keys.py) ----------------------------------------------------
     @classmethod
     def from_keys(cls, name: str, P: int, M: int, stage_to_rank, rank_keys, V: int = 1,
                   copies: int = 1, streams=None) -> "Schedule":
-        """A schedule given as each rank's integer keys (``KEY_STRIDE``; an overlapped pair
-        is ``pair_key(forward, backward)``): its Action objects are made only when ``ranks`` is
-        first read. A 64-rank, 256-microbatch schedule is ~100 000 actions; the simulator
-        and the canvases read the keys, so a slider never pays for objects it does not show.
-        ``streams``: per rank, where each kind-and-stage stream's ops sit
-        (``schedules._common.Streams.runs``), which lets the simulator find each op's
+        """A schedule given as each rank's integer keys (``pplab.keys``): its Action objects
+        are made only when ``ranks`` is first read. A 64-rank, 256-microbatch schedule is
+        ~100 000 actions; the simulator and the canvases read the keys, so a slider never
+        pays for objects it does not show. ``streams``: per rank, where each stream's ops
+        sit (``schedules._common.Streams.runs``), which lets the simulator find each op's
         input without looking keys up.
         """
         s = object.__new__(KeyedSchedule)
         s.__dict__.update(name=name, num_ranks=P, num_microbatches=M,
                           stage_to_rank=tuple(stage_to_rank), virtual=V, copies=copies,
-                          _rank_keys=tuple(rank_keys))
-        if streams is not None:
-            s.__dict__["_streams"] = tuple(streams)
+                          _keys=tuple(rank_keys),
+                          _streams=None if streams is None else tuple(streams))
         return s
 
-    def rank_keys(self) -> tuple[list, ...]:
-        """Each rank's ops as integer keys (``pair_key`` for a pair), or None where an op
-        is not an Action or Overlap (a lowered schedule's Comm)."""
-        keys = self.__dict__.get("_rank_keys")
-        if keys is None:
-            keys = self.__dict__["_rank_keys"] = _keys_of(self.ranks)
-        return keys
+    def rank_keys(self) -> tuple[list, ...] | None:
+        """Each rank's ops as integer keys (``keys.pair_key`` for a pair), or None where an
+        op is not an Action or Overlap (a lowered schedule's Comm)."""
+        if "rank keys" not in self.derived:
+            self.derived["rank keys"] = _keys_of(self.ranks)
+        return self.derived["rank keys"]
 
+    def stream_runs(self) -> tuple[dict, ...] | None:
+        """Where each stream's ops sit per rank, as its generator wrote them
+        (``Schedule.from_keys(streams=...)``), or None."""
+        return None
 
-def key_of(kind: str, stage: int, microbatch: int = 0) -> int:
-    """An action's integer key: ``microbatch·KEY_STRIDE + stage·4 + KIND_CODE[kind]``."""
-    return microbatch * KEY_STRIDE + stage * 4 + KIND_CODE[kind]
+    @cached_property
+    def derived(self) -> dict:
+        """What is worked out from this schedule alone, kept with it (the schedule never
+        changes): its keys, the simulator's compiled plan, the stream model's lowered lists.
+        A slider that moves only costs reuses them."""
+        return {}
 
 
 def action_key(a: Action) -> int:
-    return key_of(a.kind, a.stage, a.microbatch)
+    return keys.key_of(a.kind, a.stage, a.microbatch)
 
 
 def _keys_of(ranks) -> tuple[list, ...] | None:
@@ -374,33 +370,47 @@ def _keys_of(ranks) -> tuple[list, ...] | None:
         for op in ops:
             t = type(op)
             if t is Action:
-                k = op.__dict__.get("_key")             # cached by the generators
+                k = op.__dict__.get("_key")             # set by action_maker's actions
                 row.append(action_key(op) if k is None else k)
             elif t is Overlap:
-                row.append(pair_key(action_key(op.forward), action_key(op.backward)))
+                row.append(keys.pair_key(action_key(op.forward), action_key(op.backward)))
             else:
                 return None
         out.append(row)
     return tuple(out)
 
 
-def pair_key(forward: int, backward: int) -> int:
-    """An overlapped pair's key from its halves' keys."""
-    return forward | backward << PAIR_SHIFT
+def action_maker(kind: str):
+    """A constructor of ``kind`` actions, ``make(stage, microbatch)``, for the generators:
+    it skips the dataclass ``__init__`` (the kind is known valid; a generator makes ~100 000
+    actions at P=64, M=256) and keeps each action's integer key on it as ``_key`` (not a
+    field: equality, hashing and printing ignore it), which the simulator reads."""
+    new, cls = object.__new__, keys.class_of(kind, 0)
+    stride, slots = keys.KEY_STRIDE, keys.KIND_SLOTS
+
+    def make(stage: int, microbatch: int) -> Action:
+        a = new(Action)
+        d = a.__dict__
+        d["stage"], d["kind"], d["microbatch"] = stage, kind, microbatch
+        d["_key"] = microbatch * stride + stage * slots + cls      # keys.key_of, inlined
+        return a
+    make.__name__ = kind
+    return make
 
 
 def action_of_key(key: int) -> Action:
-    """The Action an integer key stands for (its key cached on it, as the generators do)."""
+    """The Action an integer key stands for (its key kept on it, as ``action_maker`` does)."""
     a = object.__new__(Action)
-    c = key & (KEY_STRIDE - 1)
-    a.__dict__.update(stage=c >> 2, kind=KINDS[c & 3], microbatch=key >> KEY_BITS, _key=key)
+    a.__dict__.update(stage=keys.stage_of(key), kind=keys.kind_of(key),
+                      microbatch=keys.microbatch_of(key), _key=key)
     return a
 
 
 def op_of_key(key) -> Op:
     """The Action, or for a pair's key the Overlap, a key stands for."""
-    if key >= PAIR_BASE:
-        return Overlap(action_of_key(key & (PAIR_BASE - 1)), action_of_key(key >> PAIR_SHIFT))
+    if keys.is_pair(key):
+        forward, backward = keys.halves(key)
+        return Overlap(action_of_key(forward), action_of_key(backward))
     return action_of_key(key)
 
 
@@ -411,7 +421,13 @@ class KeyedSchedule(Schedule):
     @cached_property
     def ranks(self) -> tuple[tuple[Op, ...], ...]:
         with gc_paused():
-            return tuple(tuple(map(op_of_key, row)) for row in self._rank_keys)
+            return tuple(tuple(map(op_of_key, row)) for row in self._keys)
+
+    def rank_keys(self) -> tuple[list, ...]:
+        return self._keys
+
+    def stream_runs(self) -> tuple[dict, ...] | None:
+        return self._streams
 
     def __eq__(self, other):
         if not isinstance(other, Schedule):

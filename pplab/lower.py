@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .ir import Comm, Item, Schedule
-from .simulate import DeadlockError, execute
+from .sim import DeadlockError, execute
 
 TRANSPORTS = ("in-order", "up-front")
 #: every posting order ``lower`` knows: the two transports' and the two receive placements

@@ -118,6 +118,8 @@ SPECS: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("interleaved-zb", interleaved_zb, "interleaved zero bubble (PyTorch)",
                  stages_per_rank="any", default_V=2, split_backward=True,
                  constraints="M a multiple of max(1, M // P)", excess=cf.excess_interleaved_zb,
+                 # torch's class at any V (ZB-H1 is its V = 1 case, identical orders)
+                 aliases=("interleavedzerobubble", "scheduleinterleavedzerobubble"),
                  excess_note="(P−1)(tf+tb−2tw)/V: ZB-H1's over V chunks; exact for M ≥ P, "
                              "tw ≤ tf, tw ≤ tI"),
     ScheduleSpec("zbv", zbv, "zero bubble V", stages_per_rank="fixed", default_V=2,
@@ -143,7 +145,8 @@ SPECS: tuple[ScheduleSpec, ...] = (
                  excess_note="(4P−5, −2 if 3 divides P)·tf/2 from the building block, exact "
                              "at tf = tI = tw for M ≥ 2P; Qi et al.: ≈ ⅔ of 1F1B's bubble"),
     ScheduleSpec("dualpipe", dualpipe, "DualPipe (two copies)", split_backward=True,
-                 constraints="P even, M even and M ≥ 2P", excess=cf.excess_dualpipe,
+                 constraints="P even, M even (DeepSeek-V3 §3.2.1) and M ≥ 2P (its "
+                             "reference code)", excess=cf.excess_dualpipe,
                  excess_note="(P/2−1)(tF&B+tB−3tW), DeepSeek-V3 Table 2; exact at F=1, B=2, "
                              "W=1, F&B=3", planner=Extrapolation(settles_at_2P=True)),
     ScheduleSpec("dualpipev", dualpipev, "DualPipeV (V shape)", stages_per_rank="fixed",
@@ -158,7 +161,17 @@ REGISTRY: dict[str, ScheduleSpec] = {s.name: s for s in SPECS}
 #: torch.distributed.pipelining's class that runs the same order (lesson 12), from the specs
 TORCH_CLASSES: dict[str, str] = {s.name: s.torch_class for s in SPECS if s.torch_class}
 NAMES: tuple[str, ...] = tuple(REGISTRY)
-_ALIASES = {a: s.name for s in SPECS for a in s.aliases}
+
+def _torch_names(s: ScheduleSpec) -> tuple[str, ...]:
+    """torch's class name and the short name its ``get_schedule_class`` takes, lower case:
+    ``Interleaved1F1B``, ``ZBVZeroBubble``, ``DualPipeV``, ``ScheduleGPipe`` … all work."""
+    if not s.torch_class:
+        return ()
+    return (s.torch_class.lower(), s.torch_class.removeprefix("Schedule").lower())
+
+
+_ALIASES = {a: s.name for s in SPECS for a in _torch_names(s)}
+_ALIASES.update({a: s.name for s in SPECS for a in s.aliases})     # a spec's own words win
 
 
 def spec(name: str) -> ScheduleSpec:

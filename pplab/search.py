@@ -6,8 +6,10 @@ whose W has not), ``search`` returns a valid schedule whose every rank stays ≤
 
 How: Zero Bubble's list scheduler (``schedules.greedy``) seeds it on each placement that has
 V stages per rank, every built-in schedule that fits the cap is a seed too, and a local
-search then moves single ops within a rank while the budget lasts, keeping any move that
-does not lengthen the step. So the result never loses to a built-in that fits (DualPipe
+search then tries ``evaluations`` random moves of single ops within a rank, keeping any move
+that does not lengthen the step. The budget is a count, not seconds, and the moves come from
+``random.Random(seed)``: the same arguments give the same schedule on any machine, however
+loaded. So the result never loses to a built-in that fits (DualPipe
 included: if it wins, the result trains two parameter copies, and ``copies`` says so). ``exact``
 enumerates every order on tiny instances to show how far from optimal that lands.
 """
@@ -15,14 +17,13 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
 from dataclasses import dataclass, field
 
 from .ir import Action, Schedule
 from .registry import NAMES, make_schedule
 from .schedules._common import build, looped_placement, v_placement
 from .schedules.greedy import Problem, list_schedule
-from .simulate import Costs, DeadlockError, simulate
+from .sim import Costs, DeadlockError, simulate
 from .timeline import Timeline, peak_inflight
 
 
@@ -121,34 +122,40 @@ def _moved(schedule: Schedule, rank: int, i: int, j: int) -> Schedule:
                     schedule.V, schedule.copies)
 
 
-def local_search(schedule: Schedule, costs: Costs, cap: int, budget_s: float,
+def local_search(schedule: Schedule, costs: Costs, cap: int, evaluations: int,
                  rng: random.Random) -> tuple[Schedule, float, int]:
-    """Move one op at a time within its rank; keep moves that do not lengthen the step."""
+    """``evaluations`` tries of moving one op within its rank; keep moves that do not lengthen
+    the step. Returns the best schedule, its makespan and the simulations run."""
     best, span = schedule, _evaluate(schedule, costs, cap)
-    deadline, evals = time.perf_counter() + budget_s, 0
-    while time.perf_counter() < deadline:
+    simulated = 0
+    for _ in range(evaluations):
         rank = rng.randrange(schedule.P)
         n = len(best.ranks[rank])
-        if n < 2:
-            continue
-        i = rng.randrange(n)
+        i = rng.randrange(n) if n else 0
         j = min(n - 1, max(0, i + rng.choice((-3, -2, -1, 1, 2, 3))))
-        if i == j:
+        if n < 2 or i == j:
             continue
         cand = _moved(best, rank, i, j)
         got = _evaluate(cand, costs, cap)
-        evals += 1
+        simulated += 1
         if got is not None and got <= span + 1e-12:
             best, span = cand, got
-    return best, span, evals
+    return best, span, simulated
+
+
+#: local-search tries when none are given: about a second at P = 4, M = 8 on one core
+DEFAULT_EVALUATIONS = 1000
 
 
 def search(P: int, M: int, V: int = 1, costs: Costs | None = None, cap: int | None = None,
-           budget_s: float = 1.0, seed: int = 0) -> SearchResult:
-    """The shortest valid schedule found within ``budget_s`` seconds under ``cap``."""
+           evaluations: int = DEFAULT_EVALUATIONS, seed: int = 0) -> SearchResult:
+    """The shortest valid schedule found in ``evaluations`` local-search tries under ``cap``
+    (default P·V); the same arguments always give the same schedule."""
     costs = Costs(tf=1, tb=2, tw=1) if costs is None else costs
     cap = P * V if cap is None else cap
     _check(P, M, V, cap)
+    if not isinstance(evaluations, int) or evaluations < 0:
+        raise ValueError(f"search: evaluations must be a whole number ≥ 0, got {evaluations!r}")
     seeds, rows = _seeds(P, M, V, costs, cap)
     if not seeds:
         raise ValueError(f"search: nothing fits a cap of {cap} activations per rank with "
@@ -157,7 +164,7 @@ def search(P: int, M: int, V: int = 1, costs: Costs | None = None, cap: int | No
                     key=lambda x: x[0])
     rng = random.Random(seed)
     _, label, start = scored[0]
-    best, span, evals = local_search(start, costs, cap, budget_s, rng)
+    best, span, evals = local_search(start, costs, cap, evaluations, rng)
     best = Schedule("search", P, M, best.stage_to_rank, best.ranks, V, best.copies)
     return SearchResult(best, simulate(best, costs), label, rows, evals)
 

@@ -31,6 +31,22 @@ def timeline_to_text(timeline: Timeline, width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def per_rank(values, per_row: int = 16) -> str:
+    """Per-rank numbers readably: ``[4, 3, 2, 1]`` up to ``per_row`` ranks; beyond, one
+    line per ``per_row`` ranks, labelled and in aligned columns (P = 64: four lines)."""
+    values = list(values)
+    if len(values) <= per_row:
+        return str(values)
+    width = max(len(str(v)) for v in values)
+    last = len(str(len(values) - 1))
+    rows = []
+    for lo in range(0, len(values), per_row):
+        hi = min(lo + per_row, len(values)) - 1
+        cells = " ".join(str(v).rjust(width) for v in values[lo:hi + 1])
+        rows.append(f"ranks {str(lo).rjust(last)}–{str(hi).rjust(last)}: {cells}")
+    return "\n".join(rows)
+
+
 def metrics_text(timeline: Timeline) -> str:
     bf, br = timeline.bubble_fraction, timeline.bubble_ratio
     return (f"makespan {timeline.makespan:.4g}   bubble {bf:.2%} of total time "

@@ -11,7 +11,9 @@ from itertools import accumulate, chain, repeat
 from operator import add, and_, attrgetter, sub
 from typing import Iterable, NamedTuple
 
-from .ir import KINDS, PAIR_BASE, PAIR_SHIFT, Op, Schedule, gc_paused, parse_op
+from . import keys
+from .ir import Op, Schedule, gc_paused, parse_op
+from .keys import KIND_MASK, KINDS, PAIR_BASE
 
 
 class Event(NamedTuple):
@@ -34,7 +36,7 @@ class Transfer(NamedTuple):
     """Communication seen on one rank's lane: a point-to-point message (``kind`` "act" or
     "grad", from ``src`` to ``dst``) or an expert-parallel all-to-all (``kind`` "a2a",
     ``src == dst``, the rank doing it), from its start to the moment its data is there.
-    Simulated by :mod:`pplab.streams`; a measured run may record them too."""
+    Simulated by :mod:`pplab.sim.streams`; a measured run may record them too."""
     src: int
     dst: int
     kind: str
@@ -120,22 +122,31 @@ class Timeline:
     # ---- columns: a simulation's events before any is read ------------------------------
     @classmethod
     def from_run(cls, schedule: Schedule, run, source: str = "simulated",
-                 meta: dict | None = None) -> "Timeline":
-        """A timeline kept as the simulator's columns (``simulate_fast.Run``: per op its
+                 meta: dict | None = None, transfers=None) -> "Timeline":
+        """A timeline kept as the simulator's columns (``sim.fast.Run``: per op its
         rank, start and end, plus the run order). ``events`` is made on first read; the
         metrics, the per-rank figures and the canvases' strips read the columns, so a
-        64-rank pipeline's slider move never builds its ~100 000 Event objects."""
+        64-rank pipeline's slider move never builds its ~100 000 Event objects.
+        ``transfers``: a list, or a function that makes it on first read (the stream model's
+        messages)."""
         tl = cls.__new__(cls)
         tl.__dict__.update(num_ranks=schedule.P, source=source, schedule=schedule,
-                           meta={} if meta is None else meta, transfers=[], _run=run)
+                           meta={} if meta is None else meta, _run=run)
+        if callable(transfers):
+            tl.__dict__["_make_transfers"] = transfers
+        else:
+            tl.__dict__["transfers"] = [] if transfers is None else transfers
         return tl
 
     def __getattr__(self, name):
-        run = self.__dict__.get("_run")
-        if name != "events" or run is None:
-            raise AttributeError(name)
-        events = self.__dict__["events"] = run_events(run, self.schedule)
-        return events
+        made = self.__dict__
+        if name == "events" and made.get("_run") is not None:
+            events = made["events"] = run_events(made["_run"], self.schedule)
+            return events
+        if name == "transfers" and "_make_transfers" in made:
+            transfers = made["transfers"] = made.pop("_make_transfers")()
+            return transfers
+        raise AttributeError(name)
 
     def _columns(self):
         """The simulator's columns while no event has been read (then the events rule:
@@ -345,11 +356,11 @@ def _run_extent(tl: Timeline, run) -> tuple[float, float, list[float]]:
     return (min(min(s) for s, _ in slices if s), max(max(e) for s, e in slices if e), busy)
 
 
-def op_kinds(keys) -> list[str]:
+def op_kinds(op_keys) -> list[str]:
     """Each op's kind (``"FB"`` for an overlapped pair) from its integer key."""
-    if keys and max(keys) >= PAIR_BASE:
-        return [KINDS[k & 3] if k < PAIR_BASE else "FB" for k in keys]
-    return list(map(KINDS.__getitem__, map(and_, keys, repeat(3))))
+    if op_keys and max(op_keys) >= PAIR_BASE:
+        return ["FB" if keys.is_pair(k) else keys.kind_of(k) for k in op_keys]
+    return list(map(KINDS.__getitem__, map(and_, op_keys, repeat(KIND_MASK))))
 
 
 #: what an op does to its rank's live activations: a forward adds one, a B or W frees it
@@ -360,14 +371,15 @@ def run_peaks(run) -> list[int]:
     """``inflight_profile``'s peak per rank, from the keys of a run the simulator accepted
     (so each B or W frees a forward run earlier on its rank); an overlapped pair counts
     its forward's activation before its backward frees one, as the profile does."""
-    b, keys, out = run.bounds, run.keys, []
+    b, out = run.bounds, []
     for lo, hi in zip(b, b[1:]):
-        row = keys[lo:hi]
+        row = run.keys[lo:hi]
         if row and max(row) >= PAIR_BASE:
-            steps = chain.from_iterable((_DELTA[k & 3],) if k < PAIR_BASE else
-                                        (1, _DELTA[(k >> PAIR_SHIFT) & 3]) for k in row)
+            steps = chain.from_iterable(
+                (_DELTA[k & KIND_MASK],) if k < PAIR_BASE else
+                (1, _DELTA[keys.kind_code_of(keys.halves(k)[1])]) for k in row)
         else:
-            steps = map(_DELTA.__getitem__, map(and_, row, repeat(3)))
+            steps = map(_DELTA.__getitem__, map(and_, row, repeat(KIND_MASK)))
         out.append(max(accumulate(steps), default=0))
     return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .ir import Schedule
-from .simulate import DeadlockError, execute
+from .sim import DeadlockError, execute
 
 
 class ScheduleError(ValueError):

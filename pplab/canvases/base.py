@@ -19,11 +19,11 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ..registry import make_schedule, names
-from ..simulate import Costs, simulate
-from ..text import metrics_line
+from ..sim import Costs, simulate
+from ..text import metrics_line, per_rank
 
 #: slider ranges shared by the canvases and the tests that sweep them: up to a 64-rank
-#: pipeline with 256 microbatches (the fast executor, pplab/simulate_fast.py, makes that
+#: pipeline with 256 microbatches (the fast executor, pplab/sim/fast.py, makes that
 #: usable; docs/DESIGN.md has the redraw times at the far end)
 P_RANGE = (1, 64)
 M_RANGE = (1, 256)
@@ -31,14 +31,24 @@ V_RANGE = (1, 4)
 SCHEDULES = names(canvas="timeline")
 
 
-def summary(tl) -> str:
-    """One line: makespan, bubble both ways, per-rank peak in-flight (a simulated
-    timeline's peaks are kept with the schedule's plan: a cost slider does not redo them)."""
-    return f"{metrics_line(tl)}; peak in-flight per rank {tl.peak_inflight}"
+def summary(tl, one_line: bool = False) -> str:
+    """Makespan, bubble both ways, per-rank peak in-flight (a simulated timeline's peaks are
+    kept with the schedule's plan: a cost slider does not redo them): one line, or from
+    P = 17 on the peaks below it, 16 ranks a line (``text.per_rank``); ``one_line``: there,
+    the largest and the smallest peak instead (a canvas that draws the peaks as bars)."""
+    peaks = tl.peak_inflight
+    listed = per_rank(peaks)
+    if "\n" not in listed:
+        return f"{metrics_line(tl)}; peak in-flight per rank {listed}"
+    if one_line:
+        top, low = max(peaks), min(peaks)
+        return (f"{metrics_line(tl)}; peak in-flight per rank from {top} (rank "
+                f"{peaks.index(top)}) to {low} (rank {peaks.index(low)})")
+    return f"{metrics_line(tl)}; peak in-flight per rank:\n{listed}"
 
 
 @lru_cache(maxsize=4)
-def _schedule(name: str, P: int, M: int, V: int | None):
+def kept_schedule(name: str, P: int, M: int, V: int | None):
     """The last few schedules the canvases built: a slider moving back and forth, a cost
     slider, or the prefetched neighbours reuse one (and the simulator's compiled plan on
     it) instead of building ~100 000 actions again at P=64, M=256."""
@@ -53,7 +63,7 @@ def simulate_or_message(schedule: str, P: int, M: int, V: int | None = None, tf=
                         tw=0.0, comm=0.0, fixed=0.0):
     """(Timeline, None) or (None, message) — bad input becomes the library's own words."""
     try:
-        sched = _schedule(schedule, int(P), int(M), None if V is None else int(V))
+        sched = kept_schedule(schedule, int(P), int(M), None if V is None else int(V))
         return simulate(sched, _costs(tf, tb, tw, comm, fixed)), None
     except ValueError as e:           # ScheduleError, DeadlockError and bad costs are ValueErrors
         return None, f"{schedule} with P={P}, M={M}" + (f", V={V}" if V is not None else "") \
@@ -62,11 +72,11 @@ def simulate_or_message(schedule: str, P: int, M: int, V: int | None = None, tf=
 
 def timeline_over_panel(tl, P: int, bottom_pad: float = 0.45, hspace: float = 0.6):
     """A figure with the timeline on top and an empty panel below it for a second plot."""
-    from matplotlib.figure import Figure
+    from ..draw.figure import DisplayFigure
 
     from ..draw import draw_timeline
     rows = [1.0 + 0.4 * P, 2.6]
-    fig = Figure(figsize=(10, sum(rows)))
+    fig = DisplayFigure(figsize=(10, sum(rows)))
     top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
     fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
                         bottom=bottom_pad / sum(rows), hspace=hspace)
@@ -123,6 +133,12 @@ def message_html(msg: str, ok: bool) -> str:
     colour = "#1b5e20" if ok else "#b71c1c"
     lines = "<br>".join(html.escape(x) for x in msg.splitlines())
     return f"<div style='color:{colour};font-family:monospace;font-size:12px'>{lines}</div>"
+
+
+def note_html(msg: str) -> str:
+    """One muted line: something worth knowing that is neither a result nor an error."""
+    import html
+    return f"<div style='color:#757575;font-size:12px'>{html.escape(msg)}</div>"
 
 
 def cost_sliders(w, tf, tb, tw, comm, fixed):

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..env import browser_note, in_browser
+from ..probe.env import browser_note, in_browser
 from .base import message_html
 
 #: what the button measures by default: the four the fit needs plus two it predicts
@@ -29,7 +29,7 @@ def calibration_report(names: Sequence[str] = SCHEDULES, P: int = 2, M: int = 8,
                        progress: Callable[[str], None] | None = None) -> str:
     """Measure ``names`` (``repeats`` runs each), fit on ``fit_on``, and return the table of
     measured vs simulated makespans with the fitted costs and the machine's load."""
-    from ..calibrate import costs_to_dict
+    from ..sim.calibrate import costs_to_dict
     from ..runtime.calibration import calibrate, comparison, measure, table_text
     load = os.getloadavg()[0]
     measured = measure(list(names), P, M, repeats=repeats, progress=progress)

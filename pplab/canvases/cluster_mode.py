@@ -8,14 +8,20 @@ while it waits, and returns the same ``RunResult`` a local run does, so the pane
 same way. A failed or cancelled job raises ``RunError`` with its cause, which the panel shows
 inline; a job the panel stops watching is cancelled, so nothing stays in the queue.
 
+In a class (``pplab.probe.policy``) the panel keeps to the class's limits: the node slider stops at
+the class's maximum, the partition defaults to the class's first, and a request past a limit
+(nodes, processes per node, partition; locally, more processes than the server has cores)
+is refused with one line naming the limit, before anything is submitted or started.
+
 Importing this module (and building the widgets) does not import torch.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..slurm import unavailable_reason
-from .base import message_html
+from ..probe.policy import PolicyError, limits
+from ..probe.slurm import installed, unavailable_reason
+from .base import message_html, note_html
 
 #: how long a job may wait in the queue before the panel cancels it (seconds)
 QUEUE_TIMEOUT = 600.0
@@ -30,18 +36,23 @@ class ClusterMode:
         self.reason = unavailable_reason()
         self.folder, self.queue_timeout = folder, queue_timeout
         self.job: Any = None
+        self.policy = limits()
+        most = min(8, (self.policy and self.policy.nodes) or 8)
+        default = self.policy.partitions[0] if self.policy and self.policy.partitions else ""
         self.mode = w.ToggleButtons(options=["local", "cluster"], value="local",
                                     description="run on", style={"button_width": "70px"})
-        self.nodes = w.IntSlider(value=nodes, min=1, max=8, description="nodes",
+        self.nodes = w.IntSlider(value=min(nodes, most), min=1, max=most, description="nodes",
                                  layout=w.Layout(width="220px"))
-        self.partition = w.Text(value=partition, description="partition",
+        self.partition = w.Text(value=partition or default, description="partition",
                                 placeholder="default", layout=w.Layout(width="200px"))
         self.gpus = w.Checkbox(value=gpus, description="a GPU per rank", indent=False,
                                layout=w.Layout(width="130px"))
         self.cancel_button = w.Button(description="Cancel job", icon="stop", disabled=True,
                                       layout=w.Layout(width="120px"))
         self.cancel_button.on_click(lambda _: self.cancel())
-        if self.reason:
+        if self.reason and not installed():        # a laptop: no Slurm, none expected
+            self.widget = w.HTML(note_html("runs are local here (the cluster mode needs Slurm)"))
+        elif self.reason:
             self.widget = w.HTML(message_html(f"cluster mode not offered: {self.reason}", False))
         else:
             self.widget = w.HBox([self.mode, self.nodes, self.partition, self.gpus,
@@ -50,6 +61,31 @@ class ClusterMode:
     @property
     def on(self) -> bool:
         return self.reason is None and self.mode.value == "cluster"
+
+    def observe(self, callback) -> None:
+        """Call ``callback`` when the mode, node count or partition changes."""
+        for control in (self.mode, self.nodes, self.partition):
+            control.observe(callback, names="value")
+
+    def minutes(self, timeout: float) -> int:
+        """The job's time limit: the run's timeout plus two minutes, within the class's."""
+        wanted = max(1, int(timeout // 60) + 2)
+        return min(wanted, self.policy.minutes) if self.policy and self.policy.minutes else wanted
+
+    def refusal(self, P: int, timeout: float = 120.0) -> str | None:
+        """Why the class does not allow this run as the panel stands, in one line; or None."""
+        if self.policy is None:
+            return None
+        try:
+            if self.on:
+                self.policy.check_cluster(self.nodes.value, -(-int(P) // self.nodes.value),
+                                          self.partition.value.strip() or None,
+                                          self.minutes(timeout))
+            else:
+                self.policy.check_local(int(P))
+        except PolicyError as e:
+            return str(e)
+        return None
 
     def cancel(self) -> None:
         if self.job is not None:
@@ -63,9 +99,8 @@ class ClusterMode:
         self.job = job = submit_run(schedule, nodes=nodes,
                                     partition=self.partition.value.strip() or None,
                                     gpus_per_node=schedule.P // nodes if self.gpus.value else 0,
-                                    folder=self.folder,
-                                    time_min=max(1, int(timeout // 60) + 2), timeout=timeout,
-                                    **run_kw)
+                                    folder=self.folder, time_min=self.minutes(timeout),
+                                    timeout=timeout, **run_kw)
         self.cancel_button.disabled = False
         seen = [""]
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..env import browser_note, in_browser
-from ..registry import make_schedule
+from ..probe.env import browser_note, in_browser
 from ..scene import scene, timeline_panel
-from ..simulate import Costs, simulate
-from ..streams import Link, warmup_end
-from .base import Canvas, build_canvas, int_slider, message_html
+from ..sim import Costs, simulate
+from ..sim.streams import Link, simulate_streams, warmup_end
+from .base import Canvas, build_canvas, int_slider, kept_schedule, message_html
 
 ORDERS = ("front-loaded", "just-in-time")
 HOL_P, HOL_M, HOL_V = (2, 4), (2, 16), (2, 4)
@@ -28,9 +27,9 @@ HOL_COSTS = {"tb": (1.0, 3.0, 0.5), "latency": (0.0, 0.5, 0.1)}
 
 def simulate_orders(P: int = 2, M: int = 8, V: int = 2, tf=1.0, tb=2.0, latency=0.0) -> dict:
     """``{order: Timeline}`` for interleaved 1F1B with blocking receives in each order."""
-    sched = make_schedule("interleaved", int(P), int(M), int(V))
+    sched = kept_schedule("interleaved", int(P), int(M), int(V))   # kept: a slider replays
     costs = Costs(float(tf), float(tb))
-    return {o: simulate(sched, costs, network=Link(latency=float(latency), lowering=o,
+    return {o: simulate_streams(sched, costs, Link(latency=float(latency), lowering=o,
                                                    blocking=True)) for o in ORDERS}
 
 
@@ -55,10 +54,10 @@ def render_head_of_line(P: int = 2, M: int = 8, V: int = 2, tb=2.0, latency=0.0,
     panels = [timeline_panel(tls[o], title=f"{o} receives", xmax=xmax) for o in ORDERS]
     if draw == "scene":
         return scene(*panels), msg
-    from matplotlib.figure import Figure          # only when drawing
+    from ..draw.figure import DisplayFigure          # only when drawing
 
     from ..draw import draw_timeline
-    fig = Figure(figsize=(10.0, 2.2 + 0.8 * int(P)))
+    fig = DisplayFigure(figsize=(10.0, 2.2 + 0.8 * int(P)))
     axes = fig.subplots(2, 1, sharex=True)
     for ax, o in zip(axes, ORDERS):
         draw_timeline(tls[o], title=f"{o} receives", ax=ax)

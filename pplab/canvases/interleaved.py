@@ -16,6 +16,13 @@ COMM_RANGE = (0.0, 1.0, 0.125)           # per-hop latency slider: min, max, ste
 #: smaller than the timeline canvases' P and M: every move also simulates the V curve (five
 #: schedules, up to V=6), six times a timeline canvas's work
 IL_P_RANGE, IL_M_RANGE = (1, 8), (1, 32)
+
+
+def m_positions(P: int) -> tuple[int, int, int]:
+    """The M slider's (min, max, step) at P: multiples of P up to ``IL_M_RANGE``'s top, the
+    M's every schedule on this canvas takes (interleaved sends microbatches round in groups
+    of P)."""
+    return P, P * max(1, IL_M_RANGE[1] // P), P
 CURVE_V = (1, 2, 3, 4, 6)                # V values on the makespan-vs-V curve
 
 
@@ -105,6 +112,16 @@ def interleaved_canvas(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
                                       continuous_update=False, layout=w.Layout(width="260px"))}
     rows = [w.HBox([controls["schedule"], controls["P"], controls["M"]]),
             w.HBox([controls["V"], controls["comm"]])]
+    m = controls["M"]
+
+    def fit_m(P: int) -> None:          # M steps by P: no position the schedule refuses
+        lo, hi, step = m_positions(P)
+        with m.hold_trait_notifications():
+            m.min, m.max, m.step = 0, max(hi, m.max), step
+            m.value = min(hi, max(lo, round(m.value / P) * P))
+            m.min, m.max = lo, hi
+    fit_m(controls["P"].value)
+    controls["P"].observe(lambda change: fit_m(change["new"]), names="value")
     return build_canvas(render_interleaved, controls, rows, {"draw": "scene"})
 
 

@@ -193,10 +193,10 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
                          "bytes sent per GPU per step", "GB", "parallel axis", fmt="{:.2f}")
         return scene(memory_panel(rep, hw.memory, f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
                                   f"{schedule} M={M} {recompute}"), vol), msg
-    from matplotlib.figure import Figure
+    from ..draw.figure import DisplayFigure
 
     from ..draw.memory import draw_comm_volumes, draw_memory_bars
-    fig = Figure(figsize=(12, 3.8))
+    fig = DisplayFigure(figsize=(12, 3.8))
     a1, a2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
     draw_memory_bars(rep, hw.memory, ax=a1, title=f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
                      f"{schedule} M={M} {recompute}")
@@ -208,22 +208,14 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
 
 def plan_table(cands, top: int = 8, infeasible: int = 6) -> str:
     """The fastest ``top`` feasible layouts, then examples of why others fail (one per kind)."""
+    from ..memory.plan_text import misses
     ok = [c for c in cands if c.feasible]
     lines = [f"{len(ok)} of {len(cands)} layouts fit; fastest first:"]
     lines += [f"{i + 1:2d}. {c.describe()}" for i, c in enumerate(ok[:top])]
-    bad = [c for c in cands if not c.feasible]
-    mem = sorted((c for c in bad if "GB on rank" in c.reason), key=lambda c: c.peak_bytes)
-    why = ([mem[0], mem[-1]] if len(mem) > 1 else mem)
-    seen = set()
-    for c in bad:                     # one example of each other kind of reason
-        kind = c.reason[:30]
-        if "GB on rank" in c.reason or kind in seen:
-            continue
-        seen.add(kind)
-        why.append(c)
+    why = misses(cands, infeasible)
     if why:
         lines.append("why others fail (nearest and worst memory miss, one of each other reason):")
-        lines += ["  ✗ " + c.describe() for c in why[:infeasible]]
+        lines += ["  ✗ " + c.describe() for c in why]
     return "\n".join(lines)
 
 

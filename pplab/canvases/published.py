@@ -26,22 +26,33 @@ def row_for(M: int) -> pr.Row:
     return pr.Row(8 * 16 * dp, 8, 1, 16, dp, 8192, M, "16M", 0.0, 0.0)
 
 
-def render_published_run(M: int = 32, V: int = 8, draw=True):
+#: when the fp32 gradients of the M microbatches cross the DP group (``zero2_reduce``)
+GRADS = {"once a step": "per_step", "every microbatch": "per_microbatch"}
+
+
+def render_published_run(M: int = 32, V: int = 8, grads: str = "once a step", draw=True):
     """(picture or None, message): the simulated step with Llama 3's chunks and the per-rank
-    memory of the layout; ``draw="scene"`` is what the browser canvas draws."""
+    memory of the layout, its gradients reduce-scattered ``grads``; ``draw="scene"`` is what
+    the browser canvas draws."""
     try:
         row = row_for(int(M))
-        model, cfg = pr.layout(row, V=int(V))
+        if grads not in GRADS:
+            raise ValueError(f"gradients are reduce-scattered {' or '.join(GRADS)}, "
+                             f"got {grads!r}")
+        model, cfg = pr.layout(row, V=int(V), zero2_reduce=GRADS[grads])
         b = pr.bubble(16, int(M), int(V))
     except ValueError as e:
         return None, f"M={M}, V={V}: {e}"
     rep = memory_report(model, cfg)
     worst = max(rep.per_rank, key=lambda r: r.total)
     fits = "fits in" if worst.total <= 80e9 else "over"
+    dp = pr.axis_bytes(row, V=int(V), zero2_reduce=GRADS[grads])["bytes"]["dp"]
     msg = (f"{row.gpus:,} GPUs (DP {row.dp}), M={M}, V={V}: bubble {b['ratio']:.1%} of the busy "
            f"time, {b['fraction']:.1%} of the total (equal chunks: {b['closed_ratio']:.1%}, "
            f"{b['closed_fraction']:.1%})\nworst rank {worst.rank}: {worst.total / 1e9:.1f} GB, "
-           f"{fits} 80 GB ({worst.inflight:g} rank-shares of activations in flight)")
+           f"{fits} 80 GB ({worst.inflight:g} rank-shares of activations in flight, gradients "
+           f"{worst.grads / 1e9:.1f} GB); gradients reduce-scattered {grads}: DP sends "
+           f"{dp / 1e9:.0f} GB a step")
     if not draw:
         return None, msg
     if draw == "scene":
@@ -50,13 +61,17 @@ def render_published_run(M: int = 32, V: int = 8, draw=True):
     return draw_timeline(b["timeline"]), msg
 
 
-def published_run_canvas(M: int = 32, V: int = 8) -> Canvas:
-    """Two sliders: sequences per replica (M) and chunks per rank (V)."""
+def published_run_canvas(M: int = 32, V: int = 8, grads: str = "once a step") -> Canvas:
+    """Two sliders, sequences per replica (M) and chunks per rank (V), and when the
+    gradients are reduce-scattered."""
     import ipywidgets as w
     controls = {
         "M": w.SelectionSlider(options=list(M_OPTIONS), value=M, description="M per replica",
                                continuous_update=False, style={"description_width": "initial"}),
         "V": w.SelectionSlider(options=list(V_OPTIONS), value=V, description="V",
-                               continuous_update=False)}
+                               continuous_update=False),
+        "grads": w.Dropdown(options=list(GRADS), value=grads,
+                            description="gradients reduce-scattered",
+                            style={"description_width": "initial"})}
     return build_canvas(render_published_run, controls, [w.HBox(list(controls.values()))],
                         {"draw": "scene"})

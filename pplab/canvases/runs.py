@@ -25,9 +25,9 @@ from typing import Any, Callable
 
 from ..partition import stage_layers
 from ..registry import default_V, make_schedule
-from ..simulate import Costs, simulate
-from ..env import browser_note, in_browser
-from .base import CANVASES, SCHEDULES, Canvas, build_canvas, message_html
+from ..sim import Costs, simulate
+from ..probe.env import browser_note, in_browser
+from .base import CANVASES, SCHEDULES, Canvas, message_html
 from .cluster_mode import ClusterMode
 
 #: slider ranges of the run panel (a real run starts P processes: keep P small on a laptop)
@@ -214,6 +214,7 @@ class RunPanel(Canvas):
         """Re-preview after a control moved; the button runs only a valid combination."""
         try:
             _, msg = preview(**self.run_args())
+            msg = self.cluster.refusal(self.run_args()["P"], self.run_kw["timeout"]) or msg
             ok = msg.startswith("ready")
         except Exception as e:          # a bug: show it, record it for the tests
             self.errors.append((self.run_args(), repr(e)))
@@ -240,11 +241,13 @@ class RunPanel(Canvas):
             res, msg = launch(**args, progress=self._progress, runner=runner, **self.run_kw)
             if res is None:
                 self.result, self.figure = None, None
+                self.image.layout.display = "none"      # no stale picture under an error
                 self._result(msg, False)
             else:
                 fig, text = render_result(res, trace)
                 self.result, self.figure = res, fig
                 self.image.value = figure_png(fig)
+                self.image.layout.display = None
                 self._result(text, True)
         except Exception as e:          # a bug, not a failed run: say so, record it
             self.errors.append((args, repr(e)))
@@ -259,7 +262,7 @@ class RunPanel(Canvas):
         if self.thread is not None and self.thread.is_alive():
             return
         args = self.run_args()
-        _, err = check_run(**args)
+        err = check_run(**args)[1] or self.cluster.refusal(args["P"], self.run_kw["timeout"])
         if err:
             self._result(err + "\n(nothing launched)", False)
             return
@@ -312,12 +315,14 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
     button = w.Button(description="Run for real", button_style="primary", icon="play",
                       layout=w.Layout(width="150px"))
     panel = RunPanel(None, controls, lambda: None, w.HTML(), button=button, status=w.HTML(),
-                     image=w.Image(format="png", layout=w.Layout(max_width="100%")),
+                     image=w.Image(format="png",        # hidden until a run draws in it
+                                   layout=w.Layout(max_width="100%", display="none")),
                      run_kw=dict(run_kw, timeout=timeout), cluster=ClusterMode(),
                      result_html=w.HTML(), trace_path=trace_path)
     panel.update = panel.refresh
     for c in controls.values():
         c.observe(panel.refresh, names="value")
+    panel.cluster.observe(panel.refresh)
     controls["schedule"].observe(lambda ch: setattr(controls["V"], "value", default_V(ch["new"])),
                                  names="value")
     button.on_click(panel._start)
@@ -331,119 +336,6 @@ def run_panel(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = No
     return panel
 
 
-# ---- lesson 11: stage balancing ---------------------------------------------------------------
-BALANCE_METHODS = ("even", "balanced")
-
-
-def layer_costs(layers: int, embed: float, head: float) -> list[float]:
-    """Forward cost of each transformer layer (1 each) with the embedding's cost added to the
-    first and the final norm + LM head's cost added to the last, in units of one layer."""
-    costs = [1.0] * int(layers)
-    costs[0] += float(embed)
-    costs[-1] += float(head)
-    return costs
-
-
-def partition_costs(costs, P: int, method: str = "balanced"):
-    """``(parts, stage_costs)`` for an even or a balanced (DP) split; ValueError if P > layers."""
-    from ..partition import balanced_split, even_split
-    parts = even_split(len(costs), P)            # also: the message when P > layers
-    if method != "even":
-        parts = balanced_split(costs, P)
-    return parts, [sum(costs[r.start:r.stop]) for r in parts]
-
-
-def balance_timeline(stage_costs, M: int, schedule: str = "1f1b"):
-    """Simulate ``schedule`` with each stage's durations scaled by its cost relative to the
-    mean stage (tf = 1 and tb = 2 for a stage of average cost)."""
-    P = len(stage_costs)
-    mean = sum(stage_costs) / P
-    sched = make_schedule(schedule, P, int(M))
-    return simulate(sched, Costs(stage_scale=[c / mean for c in stage_costs]))
-
-
-def _balance_scene(costs, parts, stage, method, layers, P, tl, tl_even) -> dict:
-    """Per-layer costs coloured by stage, over the simulated 1F1B timeline."""
-    from ..scene import bars_panel, scene, timeline_panel
-    series = [(f"stage {i}: {stage[i]:.2f}", "#56B4E9" if i % 2 == 0 else "#0072B2",
-               [costs[j] if j in r else 0.0 for j in range(len(costs))])
-              for i, r in enumerate(parts)]
-    top = bars_panel(range(len(costs)), series, f"{method} split of {layers} layers into {P} "
-                     "stages", "cost", "layer (embedding on the first, norm + head on the last)",
-                     totals=False)
-    return scene(top, timeline_panel(tl, xmax=max(tl.makespan, tl_even.makespan)))
-
-
-def render_balance(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: int = 4,
-                   M: int = 8, method: str = "even", draw: bool = True):
-    """Layer costs → a partition → per-stage costs → the simulated 1F1B timeline.
-    Returns ``(Figure or None, message)``."""
-    costs = layer_costs(layers, embed, head)
-    try:
-        parts, stage = partition_costs(costs, int(P), method)
-    except ValueError as e:
-        return None, f"{method} split of {layers} layers into P={P} stages: {e}"
-    tl = balance_timeline(stage, M)
-    _, even_stage = partition_costs(costs, int(P), "even")
-    tl_even = balance_timeline(even_stage, M) if method != "even" else tl
-    mean = sum(stage) / len(stage)
-    ideal = (int(M) + int(P) - 1) * 3.0            # perfectly balanced 1F1B, tf=1, tb=2
-    msg = (f"{method} split: layers per stage {[len(r) for r in parts]}; stage cost "
-           f"{[round(c, 2) for c in stage]} (max/mean {max(stage) / mean:.2f})\n"
-           f"1F1B makespan {tl.makespan:.4g} (perfect balance: {ideal:.4g}; even split: "
-           f"{tl_even.makespan:.4g}); bubble {tl.bubble_fraction:.1%} of total")
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return _balance_scene(costs, parts, stage, method, layers, P, tl, tl_even), msg
-    from matplotlib.figure import Figure
-
-    from ..draw import draw_timeline
-    rows = [2.0, 1.0 + 0.4 * int(P)]
-    fig = Figure(figsize=(10, sum(rows)))
-    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
-    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
-                        bottom=0.45 / sum(rows), hspace=0.75)
-    colours = ["#56B4E9" if i % 2 == 0 else "#0072B2" for i in range(len(parts))]
-    for i, r in enumerate(parts):
-        top.bar(list(r), [costs[j] for j in r], color=colours[i], width=0.85,
-                label=f"stage {i}: {stage[i]:.2f}" if i < 8 else None)
-    top.axhline(1.0, color="#999999", lw=0.6, ls=":")
-    top.set_xlabel("layer (embedding cost on the first, norm + head on the last)")
-    top.set_ylabel("cost")
-    top.set_title(f"{method} split of {layers} layers into {P} stages", fontsize=10, loc="left")
-    top.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.05))
-    for side in ("top", "right"):
-        top.spines[side].set_visible(False)
-    draw_timeline(tl, ax=bottom)
-    bottom.set_xlim(0, max(tl.makespan, tl_even.makespan) * 1.005)
-    return fig, msg
-
-
-def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: int = 4,
-                   M: int = 8, method: str = "even"):
-    """Layers, embedding and head cost, P, M and the split method; the per-layer costs coloured
-    by stage and the simulated 1F1B timeline with those stage costs."""
-    import ipywidgets as w
-
-    islider = lambda d, v, lo, hi: w.IntSlider(value=v, min=lo, max=hi, description=d,
-                                                continuous_update=False,
-                                                layout=w.Layout(width="240px"))
-    fslider = lambda d, v, hi: w.FloatSlider(value=v, min=0.0, max=hi, step=0.5, description=d,
-                                             continuous_update=False,
-                                             layout=w.Layout(width="240px"))
-    controls = {"method": w.ToggleButtons(options=list(BALANCE_METHODS), value=method,
-                                          description="split"),
-                "layers": islider("layers", layers, 4, 32), "P": islider("P", P, 1, 8),
-                "M": islider("M", M, 1, 16), "embed": fslider("embedding", embed, 2.0),
-                "head": fslider("head", head, 4.0)}
-    rows = [w.HBox([controls["method"], controls["layers"]]),
-            w.HBox([controls["P"], controls["M"], controls["embed"], controls["head"]])]
-    return build_canvas(render_balance, controls, rows, {"draw": "scene"})
-
-
-__all__ = ["layer_costs", "partition_costs", "balance_timeline", "render_balance",
-           "balance_canvas", "BALANCE_METHODS", "check_run", "preview", "launch", "render_result",
-           "result_text", "run_panel",
+__all__ = ["check_run", "preview", "launch", "render_result", "result_text", "run_panel",
            "RunPanel", "GRAD_TOLERANCE", "RUN_P_RANGE", "RUN_M_RANGE", "RUN_V_RANGE",
            "RUN_COST_RANGE"]

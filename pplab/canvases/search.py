@@ -3,20 +3,20 @@ from __future__ import annotations
 
 from ..scene import timeline_scene
 from ..search import search
-from ..simulate import Costs
+from ..sim import Costs
 from .base import Canvas, build_canvas, int_slider, summary
 
-SEARCH_BUDGET_S = 0.2
+SEARCH_EVALUATIONS = 200       # the same schedule for every student, however loaded the server
 
 
 def render_search(P: int = 4, M: int = 8, V: int = 1, cap: int = 4, tf=1.0, tb=2.0, tw=1.0,
-                  budget_s: float = SEARCH_BUDGET_S, draw: bool = True):
+                  evaluations: int = SEARCH_EVALUATIONS, draw: bool = True):
     """Search under ``cap`` and draw the result; the message names the best built-in that
     fits the same cap. Returns ``(Figure or None, message)``; bad input is a message;
     ``draw="scene"`` returns the scene the browser canvas draws."""
     try:
         r = search(int(P), int(M), int(V), Costs(tf=float(tf), tb=float(tb), tw=float(tw)),
-                   int(cap), budget_s=float(budget_s))
+                   int(cap), evaluations=int(evaluations))
     except ValueError as e:
         return None, f"search with P={P}, M={M}, V={V}, cap={cap}: {e}"
     fit = [b for b in r.baselines if b["fits"]]

@@ -49,18 +49,18 @@ def render_compare(schedules=("gpipe", "1f1b"), P: int = 4, M: int = 8, V: int |
             lines.append(err)
         else:
             tls.append(tl)
-            lines.append(f"{name}: {summary(tl)}")
+            lines.append(f"{name}: {summary(tl, one_line=True)}")
     msg = "\n".join(lines)
     if not draw or not tls:
         return None, msg
     xmax = max(tl.makespan for tl in tls)
     if draw == "scene":
         return scene(*[timeline_panel(tl, xmax=xmax) for tl in tls], peak_bars_panel(tls)), msg
-    from matplotlib.figure import Figure
+    from ..draw.figure import DisplayFigure
 
     from ..draw import draw_peak_bars, draw_timeline
     rows = [1.0 + 0.4 * P for _ in tls] + [2.4]
-    fig = Figure(figsize=(10, sum(rows)))
+    fig = DisplayFigure(figsize=(10, sum(rows)))
     axes = fig.subplots(len(rows), 1, gridspec_kw={"height_ratios": rows})
     fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
                         bottom=0.45 / sum(rows), hspace=0.9)

@@ -1,10 +1,10 @@
 """Lesson 06: split backward, zero bubble, DualPipe."""
 from __future__ import annotations
 
-from ..overlap import check_tfb, worst_idle
+from ..sim.overlap import check_tfb, worst_idle
 from ..registry import excess_closed_form, make_schedule, names
 from ..scene import timeline_scene
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from .base import M_RANGE, P_RANGE, Canvas, build_canvas, summary
 

@@ -2,7 +2,7 @@
 
 Only this package (and the canvases that call it) imports matplotlib; the pure core never
 does, so it also runs where matplotlib is absent (JupyterLite)."""
-from ..env import in_browser
+from ..probe.env import in_browser
 
 if in_browser():                 # no matplotlib in a browser tab: the page draws the scenes
     from .browser import (KIND_COLORS, draw_bubble_curve, draw_comm_volumes, draw_fsdp_step,

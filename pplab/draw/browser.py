@@ -4,7 +4,7 @@ lesson's ``draw_timeline(tl)`` works in both places. Figures with no scene form 
 line saying where to see them."""
 from __future__ import annotations
 
-from ..env import browser_note
+from ..probe.env import browser_note
 from ..memory.fsdp import fsdp_frames  # noqa: F401
 from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, bars_panel, bubble_curve_panel,
                      inflight_panel, memory_panel, peak_bars_panel, scene, timeline_panel)
@@ -15,16 +15,16 @@ def _view(*panels):
     return SceneView(scene(*panels))
 
 
-def draw_timeline(timeline, overlay=None, title=None, **_):
+def draw_timeline(timeline, overlay=None, title=None, metrics=True, **_):
     xmax = max(timeline.makespan, overlay.makespan if overlay is not None else 0)
-    panels = [timeline_panel(timeline, title, xmax)]
+    panels = [timeline_panel(timeline, title, xmax, subtitle=None if metrics else "")]
     if overlay is not None:
         panels.append(timeline_panel(overlay, f"{overlay.source} run", xmax))
     return _view(*panels)
 
 
 def draw_inflight(timeline_or_schedule, ax=None, title=None):
-    from ..simulate import simulate
+    from ..sim import simulate
     tl = timeline_or_schedule
     if not hasattr(tl, "events"):
         tl = simulate(tl)

@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..memory.fsdp import fsdp_frames  # noqa: F401  (re-exported: pure, used by canvases)
+from .figure import DisplayFigure
 from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS,
                      memory_panel)
 
@@ -21,7 +22,7 @@ from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS
 def _fig_ax(ax, size):
     if ax is not None:
         return ax.figure, ax
-    fig = Figure(figsize=size)
+    fig = DisplayFigure(figsize=size)
     return fig, fig.add_subplot(1, 1, 1)
 
 
@@ -92,7 +93,7 @@ def draw_fsdp_step(frames: list[dict], step: int, layer_bytes: float, dp: int,
         raise ValueError(f"step must be in 0..{len(frames) - 1}, got {step}")
     fr = frames[step]
     L = len(frames) // 2
-    fig = Figure(figsize=(9.5, 4.6))
+    fig = DisplayFigure(figsize=(9.5, 4.6))
     top, bot = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1.2, 1]})
     x = np.arange(L)
     shard = np.full(L, layer_bytes / dp / GB)
@@ -128,7 +129,7 @@ def draw_fsdp_step(frames: list[dict], step: int, layer_bytes: float, dp: int,
 def draw_recompute(modes: Sequence[str], act_bytes: Sequence[float],
                    flops_overhead: Sequence[float], ax=None, title: str = "") -> Figure:
     """Two panels: activation bytes per layer and extra training FLOPs, per recompute mode."""
-    fig = Figure(figsize=(9, 3.2))
+    fig = DisplayFigure(figsize=(9, 3.2))
     a1, a2 = fig.subplots(1, 2)
     x = np.arange(len(modes))
     vals = np.array(act_bytes) / GB
@@ -161,7 +162,7 @@ def draw_comm_volumes(volumes: dict, times: dict | None = None, ax=None,
         fig, a1 = _fig_ax(ax, (4.5, 3))
         panels = [(a1, volumes, "GB sent per GPU per step", GB)]
     else:
-        fig = Figure(figsize=(8, 3))
+        fig = DisplayFigure(figsize=(8, 3))
         a1, a2 = fig.subplots(1, 2)
         panels = [(a1, volumes, "GB sent per GPU per step", GB),
                   (a2, times, "seconds if not overlapped", 1.0)]

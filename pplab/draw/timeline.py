@@ -1,8 +1,9 @@
 """Pictures of pipeline schedules: timelines, in-flight activations, bubble curves.
 
-Everything here builds a :class:`matplotlib.figure.Figure` directly (no pyplot state), so it
-is safe to call from widget callbacks and threads, works under the Agg backend, and never
-leaks open figures. In a notebook, a returned Figure displays itself as a PNG.
+Everything here builds a :class:`~pplab.draw.figure.DisplayFigure` directly (no pyplot
+state), so it is safe to call from widget callbacks and threads, works under the Agg
+backend, and never leaks open figures. In a notebook, a returned figure displays itself as a
+PNG whatever matplotlib backend is active.
 
 Colours follow the Okabe–Ito palette, which stays distinguishable for the common kinds of
 colour blindness; idle time is hatched light grey so it reads as "nothing happening".
@@ -23,6 +24,7 @@ from ..scene import (IDLE_EDGE, IDLE_FACE, IDLE_HATCH, KIND_COLORS, bubble_curve
 from ..scene.panels import transfer_lanes
 from ..text import metrics_line
 from ..timeline import Timeline
+from .figure import DisplayFigure
 
 LABEL_FONTSIZE = 7
 MAX_LABEL_EVENTS = 320   # denser timelines get no labels: unreadable anyway, and text is slow
@@ -56,7 +58,7 @@ def _timeline_axes(ax, P: int, overlay: bool, figsize):
     if ax is not None:
         return ax.figure, ax
     w, h = figsize or (10.0, 1.0 + 0.4 * max(P, 1) + (0.3 if overlay else 0))
-    fig = Figure(figsize=(w, h))
+    fig = DisplayFigure(figsize=(w, h))
     fig.subplots_adjust(left=0.75 / w, right=1 - 2.3 / w, top=1 - 0.62 / h, bottom=0.5 / h)
     return fig, fig.add_subplot()
 
@@ -118,14 +120,15 @@ def _timeline_legend(ax, kinds, timeline: Timeline, overlay, overlay_scale,
 
 def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: str | None = None,
                   ax=None, labels: bool = True, overlay_scale: float | str | None = None,
-                  figsize: tuple[float, float] | None = None) -> Figure:
+                  figsize: tuple[float, float] | None = None, metrics: bool = True) -> Figure:
     """Draw one row per rank (rank 0 on top), ops coloured by kind, idle time hatched.
 
     ``overlay`` draws a second timeline of the same ranks (typically the measured run over the
     simulated one) as thin bars along the bottom of each row; ``overlay_scale`` multiplies its
     times (``"makespan"`` rescales it to the main timeline's makespan, handy when one is in
     seconds and the other in cost units). The title gives the makespan and the bubble with
-    both denominators. A timeline from the stream model (``simulate(..., network=...)``)
+    both denominators (``metrics=False`` leaves them out: a picture shown before a question
+    asks for them). A timeline from the stream model (``simulate_streams``)
     gets its messages and all-to-alls as thin lanes along the bottom of each row. Returns the
     Figure (the one ``ax`` belongs to, if given).
     """
@@ -161,7 +164,8 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
         _draw_labels(fig, ax, boxes, xmax, main_y0, main_h)
     _timeline_legend(ax, by_kind, timeline, overlay, overlay_scale, lane_handles)
     head = title if title is not None else _title_line(timeline)
-    ax.set_title(f"{head}\n{metrics_line(timeline)}", fontsize=10, loc="left")
+    ax.set_title(f"{head}\n{metrics_line(timeline)}" if metrics else head, fontsize=10,
+                 loc="left")
     return fig
 
 
@@ -172,7 +176,7 @@ def draw_inflight(timeline_or_schedule, ax=None, title: str | None = None) -> Fi
     The legend gives each rank's peak, which is what sets that rank's activation memory.
     """
     if ax is None:
-        fig = Figure(figsize=(8, 3.2), layout="constrained")
+        fig = DisplayFigure(figsize=(8, 3.2), layout="constrained")
         ax = fig.add_subplot()
     else:
         fig = ax.figure
@@ -212,7 +216,7 @@ def draw_inflight(timeline_or_schedule, ax=None, title: str | None = None) -> Fi
 def draw_peak_bars(timelines: Sequence[Timeline], ax=None, title: str | None = None) -> Figure:
     """Grouped bars: peak in-flight activations per rank, one colour per timeline."""
     if ax is None:
-        fig = Figure(figsize=(6, 2.8), layout="constrained")
+        fig = DisplayFigure(figsize=(6, 2.8), layout="constrained")
         ax = fig.add_subplot()
     else:
         fig = ax.figure
@@ -243,7 +247,7 @@ def draw_lines_panel(panel: dict, ax=None) -> Figure:
     """A scene ``lines`` panel (:func:`pplab.scene.lines_panel`) as a matplotlib figure: the
     exported figure is drawn from the very data the browser canvas draws."""
     if ax is None:
-        fig = Figure(figsize=(7, 3.4), layout="constrained")
+        fig = DisplayFigure(figsize=(7, 3.4), layout="constrained")
         ax = fig.add_subplot()
     else:
         fig = ax.figure

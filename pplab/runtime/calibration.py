@@ -1,5 +1,5 @@
 """Real runs for ``pplab calibrate``: measure schedules with the existing launcher, fit
-``Costs`` to them (``pplab/calibrate.py``), and compare measured with simulated makespans.
+``Costs`` to them (``pplab/sim/calibrate.py``), and compare measured with simulated makespans.
 
 Every repeat is one ``run_many`` launch at one P (one torchrun start-up for all its
 schedules), so the calibration runs and the runs it is checked against share a machine's
@@ -7,7 +7,7 @@ load at that moment. Measured makespans are medians over the repeats.
 
 Ranks share this machine's cores (``os.sched_getaffinity``): ``measure`` writes that number
 into each timeline's ``meta["cores"]``, and the fit and the comparison simulate with it
-(``pplab.contention``) unless told otherwise, as simulated timelines carry theirs. Runs with
+(``pplab.sim.contention``) unless told otherwise, as simulated timelines carry theirs. Runs with
 emulated durations record none: they sleep most of each op, and a sleeping rank uses no core.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ import os
 import statistics
 from typing import Callable, Sequence
 
-from ..calibrate import fit_costs, fit_costs_and_cores, relative_error
+from ..sim.calibrate import fit_costs, fit_costs_and_cores, relative_error
 from ..registry import NAMES, make_schedule
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 from ..timeline import Timeline
 from .launcher import run_many
 from .model import TinyConfig

@@ -139,3 +139,36 @@ def load_checkpoint(directory: str, modules, optimizer=None, expected=None) -> d
         check_matches(expected, params, directory)
     load_into(named, params, optim, optimizer)
     return meta
+
+
+def load_rank(runner, directory: str) -> None:
+    """A pipeline rank's stages (every model copy) and its reference model, if it keeps one,
+    from ``directory``; the step count goes on from the saved one. ``runner``: a
+    ``worker.RankRunner``."""
+    params, optim, meta = read_checkpoint(directory)
+    check_matches([(n, p.shape) for n, p in runner.full.named_parameters()], params, directory)
+    for st in runner.stages:   # every copy loads the same weights
+        load_into(dict(runner.modules[st].named_parameters()), params, optim, runner.opt)
+    if runner.ref is not None:
+        load_into(dict(runner.ref.named_parameters()), params, optim, runner.ref_opt)
+    runner.start_step = int(meta.get("step", 0))
+
+
+def save_rank(runner, directory: str) -> None:
+    """Every rank writes its copy-0 stages; rank 0 clears the folder first and writes the
+    meta last (barriers between), so a reader never sees a half-written checkpoint."""
+    import torch.distributed as dist
+    s = runner.sched
+    if runner.rank == 0:
+        clear_checkpoint(directory)
+    dist.barrier()
+    for st in runner.stages:
+        if s.copy_of(st) == 0:
+            save_stage(directory, s.position(st), s.stages_per_copy,
+                       dict(runner.modules[st].named_parameters()), runner.opt)
+    dist.barrier()
+    if runner.rank == 0:
+        write_meta(directory, {"model": runner.cfg.model.to_dict(), "seed": runner.cfg.seed,
+                               "step": runner.start_step + runner.steps_done,
+                               "optimizer": runner.cfg.optimizer,
+                               "saved_with": {"schedule": s.name, "P": s.P, "V": s.V}})

@@ -6,8 +6,8 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 
 from ..ir import Schedule
-from ..simulate import Costs, simulate
-from ..streams import Link
+from ..sim import Costs, simulate
+from ..sim.streams import Link, simulate_streams
 from .model import RECOMPUTE, TinyConfig
 
 
@@ -25,8 +25,10 @@ def simulated_twin(schedule: Schedule, cfg: "RunConfig"):
     blocking receives, the stream model playing the same posting order."""
     if not cfg.emulate:
         return None
-    link = Link(lowering=cfg.comm, blocking=True) if cfg.comm in BLOCKING else None
-    return simulate(schedule, emulated_costs(cfg.emulate), network=link)
+    costs = emulated_costs(cfg.emulate)
+    if cfg.comm in BLOCKING:
+        return simulate_streams(schedule, costs, Link(lowering=cfg.comm, blocking=True))
+    return simulate(schedule, costs)
 
 
 COMMS = ("auto", "up-front", "in-order", "front-loaded", "just-in-time")

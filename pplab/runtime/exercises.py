@@ -23,7 +23,8 @@ import torch.nn as nn
 from ..exercises.bubble import _call, _fail
 from ..exercises.guard import derive_without
 from .exercise_worker import build_stages, make_data
-from .launcher import _free_port, _kill_session
+from .launcher import _free_port
+from .supervise import kill_session
 
 P2P_TIMEOUT = 60.0
 
@@ -60,12 +61,12 @@ def _wait(procs) -> None:
             out, _ = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             for p in procs:
-                _kill_session(p)
+                kill_session(p)
             _fail(f"rank {rank} did not finish within {P2P_TIMEOUT:g} s: a receive with no "
                   "matching send (or two ranks both receiving first) waits forever")
         if proc.returncode != 0:
             for p in procs:
-                _kill_session(p)
+                kill_session(p)
             tail = [ln for ln in out.decode(errors="replace").splitlines() if ln.strip()]
             _fail(f"rank {rank} failed: {tail[-1] if tail else f'exit {proc.returncode}'}")
 

@@ -4,17 +4,14 @@
 file, starts ``python -m torch.distributed.run ... -m pplab.runtime.worker JOB.json`` in its own
 process session, waits with a whole-job timeout, and on any failure names the failing rank and
 its cause (each rank writes its error to ``rank{r}.json`` in a temp dir). Afterwards no child
-process is left: the session is killed as a group and checked through psutil.
+process is left: ``supervise.py`` kills the session as a group and checks it through psutil.
 """
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,9 +22,10 @@ from ..ir import Schedule
 from ..registry import make_schedule
 from ..timeline import Timeline
 from ..validate import problems
-from .config import RunConfig, RunSpec, simulated_twin
 from . import cluster
+from .config import RunConfig, RunSpec, simulated_twin
 from .model import TinyConfig, check_model_fits
+from .supervise import diagnose, supervise
 
 
 class RunError(RuntimeError):
@@ -112,107 +110,6 @@ def _check(schedule: Schedule, cfg: RunConfig) -> None:
     check_model_fits(schedule, cfg.model)
 
 
-def _children_gone(pid: int, timeout: float = 10.0) -> list[int]:
-    """Pids still alive in the session started at ``pid`` (empty list when all are gone)."""
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover
-        psutil = None
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = []
-        if psutil is not None:
-            for p in psutil.process_iter(["pid"]):
-                try:
-                    if os.getsid(p.info["pid"]) == pid and p.status() != psutil.STATUS_ZOMBIE:
-                        alive.append(p.info["pid"])
-                except (OSError, psutil.Error):
-                    pass
-        if not alive or time.monotonic() > deadline:
-            return alive
-        time.sleep(0.1)
-
-
-def _kill_session(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        if not _children_gone(proc.pid, timeout=wait):
-            return
-    left = _children_gone(proc.pid, timeout=1.0)
-    for pid in left:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-
-_SIGNALS = {int(s): s.name for s in signal.Signals}
-
-
-def _diagnose(tmp: str, output: str, schedule: Schedule | None, timed_out: bool,
-              timeout: float) -> str:
-    """One message naming the failing rank(s) and their cause."""
-    errs, waits = {}, {}
-    for name in os.listdir(tmp):
-        m = re.match(r"rank(\d+)\.(json|wait)$", name)
-        if not m:
-            continue
-        try:
-            with open(os.path.join(tmp, name)) as f:
-                d = json.load(f)
-        except (OSError, ValueError):
-            continue
-        (errs if m.group(2) == "json" else waits)[int(m.group(1))] = d
-    lines = []
-    raised = {r: d for r, d in errs.items() if d.get("kind") in ("exception", "deadlock")}
-    for r, d in sorted(raised.items()):
-        tb = [ln for ln in d.get("traceback", "").strip().splitlines() if ln.strip()]
-        excerpt = " | ".join(ln.strip() for ln in tb[-4:-1])
-        lines.append(f"rank {r} failed: {d['message']}"
-                     + (f" (traceback: {excerpt})" if excerpt else ""))
-    # ranks that died without writing anything (killed): torchrun names them with exit codes
-    for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)",
-                         output):
-        r, code = int(m.group(1)), int(m.group(2))
-        if r in errs:
-            continue
-        if code < 0:
-            lines.append(f"rank {r} was killed by signal {_SIGNALS.get(-code, -code)} "
-                         f"(exit code {code}) and left no error report")
-        elif code not in (0, 1):
-            lines.append(f"rank {r} exited with code {code} and left no error report")
-    stuck = {r: d for r, d in errs.items() if d.get("kind") == "stuck"}
-    if not raised and (stuck or (timed_out and waits)):
-        ranks = sorted(set(stuck) | set(waits))
-        detail = "; ".join(
-            (stuck[r]["message"] if r in stuck else f"rank {r} waiting {waits[r]['waiting_for']}")
-            for r in ranks)
-        lines.insert(0, f"stuck ranks: {', '.join(map(str, ranks))} — {detail}")
-        if schedule is not None:
-            from ..simulate import DeadlockError, execute
-            try:
-                execute(schedule, lambda op: 1.0)
-            except (DeadlockError, ValueError) as e:
-                lines.append(f"the simulator agrees the schedule deadlocks: {e}")
-    if timed_out:
-        lines.insert(0, f"the run did not finish within the {timeout:g} s timeout")
-    lost = sorted(r for r, d in errs.items() if d.get("kind") == "peer-lost")
-    if lost and not lines:
-        lines.append(f"rank(s) {', '.join(map(str, lost))} lost the connection to a peer that "
-                     "ended without a report")
-    if not lines:
-        tail = " | ".join(ln for ln in output.strip().splitlines()[-6:])
-        lines.append(f"torchrun failed without a rank error report: {tail}")
-    return "; ".join(lines)
-
-
 def check_nodes(P: int, nnodes: int, node_rank: int, rdzv_endpoint: str | None) -> None:
     """Multi-node arguments: every node starts P / nnodes ranks and meets at node 0's endpoint."""
     if nnodes < 1:
@@ -260,8 +157,8 @@ def _launch_once(P: int, runs: list[RunSpec], *, timeout: float, comm_timeout: f
     if progress:
         progress(f"starting torchrun with {P} ranks")
     peers_env = cluster.node_env(nnodes, rdzv_endpoint, socket_ifname)   # interface to peers
-    returncode, timed_out, output, left = _supervise(cmd, tmp, job["progress"], timeout,
-                                                     progress, peers_env)
+    returncode, timed_out, output, left = supervise(cmd, tmp, job["progress"], timeout,
+                                                    progress, peers_env)
     if timed_out or returncode != 0:
         raise _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_rank,
                        rdzv_endpoint, P)
@@ -305,38 +202,6 @@ def _torchrun_command(P: int, job_path: str, nnodes: int, node_rank: int,
     return cmd + ["-m", "pplab.runtime.worker", job_path]
 
 
-def _supervise(cmd: list[str], tmp: str, progress_path: str, timeout: float,
-               progress: Callable[[str], None] | None,
-               extra_env: dict) -> tuple[int | None, bool, str, list]:
-    """Run torchrun in its own session until it ends or ``timeout``; relay progress lines;
-    kill the session. Returns (exit code, timed out, torchrun's output, pids left alive)."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **extra_env)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    log_path = os.path.join(tmp, "torchrun.log")
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, cwd=root)
-    t0, seen, timed_out = time.monotonic(), 0, False
-    try:
-        while proc.poll() is None:
-            if time.monotonic() - t0 > timeout:
-                timed_out = True
-                break
-            time.sleep(0.05)
-            if progress and os.path.exists(progress_path):
-                with open(progress_path) as f:
-                    lines = f.read().splitlines()
-                for ln in lines[seen:]:
-                    progress(ln)
-                seen = len(lines)
-    finally:
-        _kill_session(proc)
-    left = _children_gone(proc.pid, timeout=2.0)
-    with open(log_path) as f:
-        return proc.returncode, timed_out, f.read(), left
-
-
 def _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_rank,
              rdzv_endpoint, P) -> RunError:
     """The RunError for a failed launch, naming ranks and causes (and other nodes' part)."""
@@ -344,7 +209,7 @@ def _failure(tmp, job, output, left, schedule, timed_out, timeout, nnodes, node_
     if nnodes == 1 and not timed_out and not started \
             and "address already in use" in output.lower():
         return _PortTaken("the rendezvous port was taken")
-    msg = _diagnose(tmp, output, schedule, timed_out, timeout)
+    msg = diagnose(tmp, output, schedule, timed_out, timeout)
     if nnodes > 1 and timed_out and not started:
         others = ", ".join(str(k) for k in range(nnodes) if k != node_rank)
         msg = (f"no rank started within the {timeout:g} s timeout: torchrun on this node waited "

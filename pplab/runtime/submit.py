@@ -17,7 +17,8 @@ from typing import Callable
 import submitit
 from submitit.slurm import slurm as _slurm
 
-from ..slurm import unavailable_reason
+from ..probe.policy import limits
+from ..probe.slurm import unavailable_reason
 from . import cluster
 
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -182,11 +183,27 @@ def default_folder() -> str:
     return os.environ.get("PPLAB_SLURM_DIR") or os.path.expanduser("~/.pplab/slurm")
 
 
+def _class_options(nodes: int, per_node: int, partition: str | None, time_min: int,
+                   account: str | None, qos: str | None) -> dict:
+    """sbatch options the class's policy sets (its default partition, account, QOS);
+    ``policy.PolicyError`` (a ValueError) for a request past one of its limits."""
+    policy = limits()
+    if policy is None:
+        return {k: v for k, v in (("partition", partition), ("account", account),
+                                  ("qos", qos)) if v}
+    policy.check_cluster(nodes, per_node, partition, time_min)
+    policy.check_account(account, qos)
+    partition = partition or (policy.partitions[0] if policy.partitions else None)
+    return dict(policy.slurm_options(), **({"partition": partition} if partition else {}))
+
+
 def submit_run(schedule, P: int | None = 4, M: int | None = 8, V: int | None = None, *,
                nodes: int = 2, partition: str | None = None, gpus_per_node: int = 0,
-               time_min: int = 10, folder: str | None = None, **run_kw) -> ClusterRun:
+               time_min: int = 10, folder: str | None = None, account: str | None = None,
+               qos: str | None = None, **run_kw) -> ClusterRun:
     """Submit ``run_schedule(schedule, P, M, V, **run_kw)`` as one Slurm job over ``nodes``
-    nodes (one task per node, P/nodes ranks each). ValueError for what cannot run."""
+    nodes (one task per node, P/nodes ranks each). ValueError for what cannot run, or what
+    the class's policy does not allow."""
     reason = unavailable_reason()
     if reason:
         raise ValueError(reason)
@@ -195,13 +212,18 @@ def submit_run(schedule, P: int | None = 4, M: int | None = 8, V: int | None = N
     if nodes < 1 or s.P % nodes:
         raise ValueError(f"P={s.P} ranks cannot be split evenly over {nodes} nodes; "
                          f"use a P that is a multiple of {nodes}")
+    options = _class_options(nodes, s.P // nodes, partition, time_min, account, qos)
     base = folder or default_folder()
     os.makedirs(base, exist_ok=True)
     job_dir = tempfile.mkdtemp(prefix="job-", dir=base)
     ex = QueueExecutor(folder=job_dir)
+    # --export=ALL to sbatch and srun: submitted from inside a Slurm job (a JupyterLab that
+    # batchspawner started with --export=<list>), both would take that job's SLURM_EXPORT_ENV
+    # and drop what submitit's script exports (SUBMITIT_EXECUTOR): the tasks could not start
     ex.update_parameters(nodes=nodes, ntasks_per_node=1, cpus_per_task=s.P // nodes,
                          time=time_min, job_name=f"pplab-{s.name}", signal_delay_s=5,
-                         **({"partition": partition} if partition else {}),
+                         additional_parameters={"export": "ALL"}, srun_args=["--export=ALL"],
+                         **options,
                          **({"gpus_per_node": gpus_per_node} if gpus_per_node else {}))
     try:
         job = ex.submit(run_on_node, dict(run_kw, schedule_or_name=s), job_dir)

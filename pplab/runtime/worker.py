@@ -91,7 +91,7 @@ class RankRunner:
             self.ref = TinyGPT(cfg.model, self.controls.reference_seed(cfg.seed)).to(device)
             self.ref_opt = make_optimizer(self.ref.parameters(), cfg.optimizer, cfg.lr)
         if cfg.load_checkpoint:
-            self._load(cfg.load_checkpoint)
+            ckpt.load_rank(self, cfg.load_checkpoint)
         self.compute = {"F": self._forward, "B": self._backward, "I": self._backward,
                         "W": self._weight}
 
@@ -291,7 +291,7 @@ class RankRunner:
                              f"{a.stage}I{a.microbatch}")
         weight_grads_from(queue)
 
-    # ---- reference check and checkpoints ------------------------------------------------
+    # ---- reference check (checkpoints: checkpoint.load_rank, save_rank) -------------------
     def _copy0_named(self) -> dict:
         out = {}
         for st in self.stages:
@@ -315,33 +315,6 @@ class RankRunner:
         self.ref_opt.zero_grad(set_to_none=True)
         return float(loss), grads
 
-    def _load(self, directory: str) -> None:
-        params, optim, meta = ckpt.read_checkpoint(directory)
-        ckpt.check_matches([(n, p.shape) for n, p in self.full.named_parameters()], params,
-                           directory)
-        for st in self.stages:   # every copy loads the same weights
-            ckpt.load_into(dict(self.modules[st].named_parameters()), params, optim, self.opt)
-        if self.ref is not None:
-            ckpt.load_into(dict(self.ref.named_parameters()), params, optim, self.ref_opt)
-        self.start_step = int(meta.get("step", 0))
-
-    def save(self, directory: str) -> None:
-        s = self.sched
-        if self.rank == 0:
-            ckpt.clear_checkpoint(directory)
-        dist.barrier()
-        for st in self.stages:
-            if s.copy_of(st) == 0:
-                ckpt.save_stage(directory, s.position(st), s.stages_per_copy,
-                                dict(self.modules[st].named_parameters()), self.opt)
-        dist.barrier()
-        if self.rank == 0:
-            ckpt.write_meta(directory, {"model": self.cfg.model.to_dict(),
-                                        "seed": self.cfg.seed,
-                                        "step": self.start_step + self.steps_done,
-                                        "optimizer": self.cfg.optimizer,
-                                        "saved_with": {"schedule": s.name, "P": s.P, "V": s.V}})
-
 
 # ---- a run: steps, gathering, the summary rank 0 writes ------------------------------------
 def _do_run(spec: RunSpec, rank: int, world: int, device, wd: Watchdog, offset: float,
@@ -360,7 +333,7 @@ def _do_run(spec: RunSpec, rank: int, world: int, device, wd: Watchdog, offset: 
             progress(f"{spec.schedule.name}: step {k + 1}/{steps} loss "
                      f"{record.losses[-1]:.6f} ({out['step_time'] * 1e3:.1f} ms)")
     if spec.config.save_checkpoint:
-        runner.save(spec.config.save_checkpoint)
+        ckpt.save_rank(runner, spec.config.save_checkpoint)
     box = [record.summary(spec.schedule) if rank == 0 else None]
     if world > 1:   # every node's launcher returns the same result, not only rank 0's host
         dist.broadcast_object_list(box, src=0)

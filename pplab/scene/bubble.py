@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..closed_forms import bubble_both
 from ..registry import make_schedule
-from ..simulate import simulate
+from ..sim import simulate
 from .panels import line, lines_panel
 
 BUBBLE_MS = (1, 2, 4, 8, 16, 32, 64)

@@ -28,7 +28,7 @@ AXIS_COLORS = {"tp": "#CC79A7", "pp": "#56B4E9", "dp": "#F0E442"}
 RECOMPUTE_COLORS = {"none": "#0072B2", "selective": "#009E73", "full": "#E69F00"}
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#999999")
 GB = 1e9
-#: communication lanes (pplab.streams): activations, gradients, expert all-to-all
+#: communication lanes (pplab.sim.streams): activations, gradients, expert all-to-all
 LANE_COLORS = {"act": "#56B4E9", "grad": "#E69F00", "a2a": "#555555"}
 LANE_NAMES = {"act": "activation message", "grad": "gradient message",
               "a2a": "expert all-to-all"}
@@ -108,7 +108,8 @@ def rank_strips(columns, t0: float, span: float, bins: int = PLOT_PX) -> list[st
 def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
                    subtitle: str | None = None) -> dict:
     """One row per rank (rank 0 on top); ``xmax`` shares a time axis between panels;
-    ``subtitle`` defaults to the metrics line (pass it when already computed). A box per
+    ``subtitle`` defaults to the metrics line (pass it when already computed; ``""`` for none,
+    a picture shown before a question asks for the bubble). A box per
     op, or, once some rank runs more than ``STRIP_AFTER`` ops, a strip per rank
     (:func:`rank_strips`; ``boxes`` is then empty)."""
     if max(tl.ops_per_rank(), default=0) > STRIP_AFTER:
@@ -126,7 +127,8 @@ def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
     panel = {"type": "timeline", "ranks": tl.num_ranks, "span": _r(span),
              "xmax": _r(xmax if xmax else span), "boxes": boxes, "legend": legend,
              "colors": {k: KIND_COLORS[k] for k in KIND_COLORS if k in kinds},
-             "title": title or title_line(tl), "subtitle": subtitle or metrics_line(tl),
+             "title": title or title_line(tl),
+             "subtitle": metrics_line(tl) if subtitle is None else subtitle,
              "xlabel": "time" + (" (cost units)" if tl.source == "simulated" else "")}
     if strips is not None:
         panel["strips"] = strips

@@ -1,23 +1,38 @@
 """Shared helpers for the schedule generators: argument checks and placements."""
 from __future__ import annotations
 
-from itertools import repeat
-from operator import lshift, or_
+# ir and keys as modules, not their functions: a derive-it task blocks every function this
+# module holds (generators' helpers), and the simulator needs them whole in the sandbox
+from .. import ir, keys
+from ..ir import Op, Schedule
 
-# ir as a module, not its functions: a derive-it task blocks every function this module
-# holds (generators' helpers), and the simulator needs ir's own (key_of) in the sandbox
-from .. import ir
-from ..ir import KEY_STRIDE, KIND_CODE, PAIR_SHIFT, Action, Op, Schedule
+
+#: the largest schedules built: far past any real pipeline (Llama 3 405B: P = 16, V = 8,
+#: M = 16..64; Megatron-LM's Table 1: P ≤ 64), small enough to build and print in seconds
+MAX_P, MAX_M, MAX_V = 1024, 16384, 64
+MAX_STAGE_MICROBATCHES = 1 << 20       # P·V·M: each becomes an F and a backward
 
 
 def check_basics(name: str, P: int, M: int, V: int) -> None:
     """Reject the inputs no schedule accepts, with a message that says what would work."""
-    for label, value in (("P (pipeline ranks)", P), ("M (microbatches)", M),
-                         ("V (virtual stages per rank)", V)):
+    for label, value, top in (("P (pipeline ranks)", P, MAX_P), ("M (microbatches)", M, MAX_M),
+                              ("V (virtual stages per rank)", V, MAX_V)):
         if not isinstance(value, int) or isinstance(value, bool):
             raise ValueError(f"{name}: {label} must be a whole number, got {value!r}")
         if value < 1:
             raise ValueError(f"{name}: {label} must be at least 1, got {value}; try 1")
+        if value > top:
+            raise ValueError(f"{name}: {label} must be at most {top}, got {value}")
+    if P * V * M > MAX_STAGE_MICROBATCHES:
+        raise ValueError(f"{name}: P·V·M = {P * V * M:,} stage-microbatches is more than the "
+                         f"{MAX_STAGE_MICROBATCHES:,} a schedule may have; "
+                         f"{suggest('M', max(1, MAX_STAGE_MICROBATCHES // (P * V)))}")
+
+
+def suggest(label: str, *values: int) -> str:
+    """"try M=4 or M=8" for the distinct values ≥ 1 in order: never "try M=4 or M=4"."""
+    seen = [v for i, v in enumerate(values) if v >= 1 and v not in values[:i]]
+    return "try " + " or ".join(f"{label}={v}" for v in seen)
 
 
 def no_virtual(name: str, V: int) -> None:
@@ -36,24 +51,9 @@ def v_placement(P: int) -> tuple[int, ...]:
     return tuple(s if s < P else 2 * P - 1 - s for s in range(2 * P))
 
 
-def _action(kind: str):
-    """A constructor for one kind that skips dataclass ``__init__``: generators build one
-    Action per op (about 100 000 at P=64, M=256) and the kind is known to be valid. It also
-    caches the action's integer key (``ir.KEY_STRIDE``), which the fast simulator reads."""
-    new, code = object.__new__, KIND_CODE[kind]
-
-    def make(stage: int, mb: int) -> Action:
-        a = new(Action)
-        d = a.__dict__
-        d["stage"], d["kind"], d["microbatch"] = stage, kind, mb
-        d["_key"] = mb * KEY_STRIDE + stage * 4 + code     # ir.key_of, inlined: per action
-        return a
-    make.__name__ = kind
-    return make
-
-
-F, B, W = _action("F"), _action("B"), _action("W")
-I = _action("I")  # noqa: E741 - the kind's name in the literature
+#: constructors of each kind's actions, ``F(stage, microbatch)`` (``ir.action_maker``)
+F, B, W = ir.action_maker("F"), ir.action_maker("B"), ir.action_maker("W")
+I = ir.action_maker("I")  # noqa: E741 - the kind's name in the literature
 
 
 def build(name: str, P: int, M: int, placement, ranks: list[list[Op]], V: int = 1,
@@ -61,26 +61,20 @@ def build(name: str, P: int, M: int, placement, ranks: list[list[Op]], V: int = 
     return Schedule(name, P, M, tuple(placement), tuple(tuple(r) for r in ranks), V, copies)
 
 
-def key_run(kind: str, stage: int, first: int, count: int) -> range:
-    """The keys of ``count`` actions of one kind and stage, microbatches ``first`` on."""
-    k = ir.key_of(kind, stage, first)
-    return range(k, k + count * KEY_STRIDE, KEY_STRIDE)
-
-
 class Streams:
     """One rank's op order written as repeated patterns of streams. A stream is one kind on
     one stage (a stage's B's and I's share one: each microbatch has one backward, full or
-    split), whose microbatches come 0, 1, 2, ... in order, so a pattern repeated K times
-    is filled with one slice assignment per stream: a 64-rank, 256-microbatch schedule is
-    ~100 000 keys, made without a Python step per op."""
+    split; ``keys.stream_of``), whose microbatches come 0, 1, 2, ... in order, so a pattern
+    repeated K times is filled with one slice assignment per stream: a 64-rank,
+    256-microbatch schedule is ~100 000 keys, made without a Python step per op."""
 
     def __init__(self):
         self.keys: list = []
-        self.next: dict[tuple[str, int], int] = {}
-        #: per stream, where its ops sit: ``(first position, step, count, half)`` runs in
-        #: the order written (half 3 and 1: the forward and the backward half of an
-        #: overlapped pair; 2: a W written by ``weight``, out of its stream's count)
-        self.runs: dict[tuple[str, int], list] = {}
+        self.next: dict[int, int] = {}
+        #: per stream, where its ops sit: ``(first position, step, count, how)`` runs in the
+        #: order written; ``how`` is one of ``keys.ALONE``, ``PAIR_FORWARD``,
+        #: ``PAIR_BACKWARD`` and ``POSTPONED_W`` (a W written by ``weight``)
+        self.runs: dict[int, list] = {}
 
     def repeat(self, pattern, times: int) -> None:
         """Append ``times`` rounds of ``pattern`` (``(kind, stage)`` each, or a tuple of
@@ -90,29 +84,31 @@ class Streams:
         L, out, at = len(pattern), [0] * (len(pattern) * times), len(self.keys)
         for t, item in enumerate(pattern):
             if type(item[0]) is tuple:
-                out[t::L] = map(or_, self._run(*item[0], times, (at + t, L, 3)), map(
-                    lshift, self._run(*item[1], times, (at + t, L, 1)), repeat(PAIR_SHIFT)))
+                forward, backward = item
+                out[t::L] = keys.pair_keys(
+                    self._run(*forward, times, (at + t, L, keys.PAIR_FORWARD)),
+                    self._run(*backward, times, (at + t, L, keys.PAIR_BACKWARD)))
             else:
-                out[t::L] = self._run(*item, times, (at + t, L, 0))
+                out[t::L] = self._run(*item, times, (at + t, L, keys.ALONE))
         self.keys += out
 
     def _run(self, kind: str, stage: int, times: int, where) -> range:
-        stream = ("B" if kind == "I" else kind, stage)
+        stream = keys.stream_of(kind, stage)
         first = self.next.get(stream, 0)
         self.next[stream] = first + times
-        pos, step, half = where
-        self.runs.setdefault(stream, []).append((pos, step, times, half))
-        return key_run(kind, stage, first, times)
+        pos, step, how = where
+        self.runs.setdefault(stream, []).append((pos, step, times, how))
+        return keys.key_run(kind, stage, first, times)
 
     def one(self, kind: str, stage: int) -> int:
         """Append one action; its microbatch number is its stream's next."""
-        k = self._run(kind, stage, 1, (len(self.keys), 1, 0))[0]
+        k = self._run(kind, stage, 1, (len(self.keys), 1, keys.ALONE))[0]
         self.keys.append(k)
         return k
 
     def weight(self, k: int) -> None:
         """Append the W whose key is ``k`` (a W postponed from its I: W's need not come in
         microbatch order, nothing waits for one)."""
-        stage = (k & (KEY_STRIDE - 1)) >> 2           # half 2: its microbatch is its key's
-        self.runs.setdefault(("W", stage), []).append((len(self.keys), 1, 1, 2))
+        stream = keys.stream_of_key(k)
+        self.runs.setdefault(stream, []).append((len(self.keys), 1, 1, keys.POSTPONED_W))
         self.keys.append(k)

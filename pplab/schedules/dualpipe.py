@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections import deque
 
+from .. import keys
 from ..ir import Schedule
-from ._common import Streams, check_basics, v_placement
+from ._common import Streams, check_basics, suggest, v_placement
 
 
 def _eight_phase_order(n: int, k: int, chunks: int, stages: tuple[int, int]) -> Streams:
@@ -50,10 +51,10 @@ def _drain(out: Streams, n: int, k: int, stages: tuple[int, int]) -> None:
     else:                                                  #    one step before phase 1's)
         out.repeat([("B", s1), ("I", s0)], 1)
         out.repeat([("I", s1), ("I", s0)], k - half)
-    pending_w = deque(x + 1 for x in out.keys[at:] if x & 3 == 2)   # their W's, in order
+    pending_w = deque(keys.with_kind(i, "W") for i in keys.of_kind(out.keys[at:], "I"))
     for _ in range(n - k - 1):                             # 7: W then B of phase 0
         out.weight(pending_w.popleft())
-        pending_w.append(out.one("I", s0) + 1)
+        pending_w.append(keys.with_kind(out.one("I", s0), "W"))
     for w in pending_w:                                    # 8: remaining W's
         out.weight(w)
 
@@ -63,7 +64,9 @@ def dualpipe(P: int, M: int, V: int = 1) -> Schedule:
 
     Source: DeepSeek-V3 technical report §3.2.1, Table 2. Bubble (P/2−1)(T_F&B + T_B − 3T_W)
     with T_B the full backward; it does not shrink as M grows. Parameters are held twice.
-    Constraints: P even, M even (half per direction) and M ≥ 2P; one stage per copy per rank.
+    Constraints: P even and M even (half per direction), all the report asks for; M ≥ 2P is
+    the rule of DeepSeek's reference code (``DualPipe.step`` in deepseek-ai/DualPipe), whose
+    warm-up this generator follows. One stage per copy per rank.
     """
     check_basics("dualpipe", P, M, V)
     if V != 1:
@@ -71,7 +74,7 @@ def dualpipe(P: int, M: int, V: int = 1) -> Schedule:
                          "use V=1 (or dualpipev for a V-shape)")
     if P % 2:
         raise ValueError(f"dualpipe needs an even number of ranks, got P={P}; "
-                         f"try P={max(2, P - 1)} or P={P + 1}")
+                         f"{suggest('P', P - 1, P + 1)}")
     if M % 2 or M < 2 * P:
         good = max(2 * P, M + M % 2)
         raise ValueError(f"dualpipe needs M even and M ≥ 2P (M counts both directions), got "

@@ -1,10 +1,8 @@
 """Virtual stages: each rank holds V non-adjacent chunks of layers (looped placement)."""
 from __future__ import annotations
 
-from itertools import chain
-
 from ..ir import Schedule
-from ._common import B, F, build, check_basics, key_run, looped_placement
+from ._common import B, F, Streams, build, check_basics, looped_placement, suggest
 
 
 def _chunk_order(P: int, M: int, V: int, rank: int, group: int, backward: bool):
@@ -22,34 +20,70 @@ def _chunk_order(P: int, M: int, V: int, rank: int, group: int, backward: bool):
     return order
 
 
-def _chunk_keys(P: int, M: int, V: int, rank: int, group: int, kind: str) -> list[int]:
-    """``_chunk_order`` as action keys of one kind (forwards visit the chunks up, backwards
-    down), one run of keys per group and chunk."""
-    chunks = range(V - 1, -1, -1) if kind == "B" else range(V)
-    return list(chain.from_iterable(
-        key_run(kind, c * P + rank, g0, min(group, M - g0))
-        for g0 in range(0, M, group) for c in chunks))
+def _chunk_runs(P: int, M: int, V: int, rank: int, group: int, backward: bool):
+    """``_chunk_order`` as runs ``(stage, count)``: ``count`` microbatches in a row through
+    one chunk (forwards visit the chunks up, backwards down)."""
+    chunks = range(V - 1, -1, -1) if backward else range(V)
+    return [(c * P + rank, min(group, M - g0)) for g0 in range(0, M, group) for c in chunks]
 
 
-def _depth_first_rank(P: int, M: int, V: int, r: int, group: int) -> list[int]:
+def _split(runs, n: int):
+    """The first ``n`` microbatches of ``runs``, and the rest, as two lists of runs."""
+    head = []
+    for i, (stage, count) in enumerate(runs):
+        if n < count:
+            if n:
+                head.append((stage, n))
+            return head, [(stage, count - n)] + runs[i + 1:]
+        head.append((stage, count))
+        n -= count
+    return head, []
+
+
+def _in_turn(forwards, backwards):
+    """One forward, one backward, in turn, from two lists of runs of equal total length:
+    ``((forward stage, backward stage), count)`` runs."""
+    out, f, b = [], list(forwards), list(backwards)
+    i = j = 0
+    while i < len(f) and j < len(b):
+        (sf, nf), (sb, nb) = f[i], b[j]
+        n = min(nf, nb)
+        out.append(((sf, sb), n))
+        f[i], b[j] = (sf, nf - n), (sb, nb - n)
+        if nf == n:
+            i += 1
+        if nb == n:
+            j += 1
+    return out
+
+
+def _depth_first_rank(P: int, M: int, V: int, r: int, group: int) -> Streams:
     """One rank of Megatron's interleaved order with microbatches taken ``group`` at a time:
-    a warm-up of forwards, then one forward one backward, then the remaining backwards."""
+    a warm-up of forwards, then one forward one backward, then the remaining backwards
+    (``Streams``: each stage's microbatches come in order, a run at a time)."""
     total = M * V
     # Megatron's warm-up depth; with V = 1 it must reduce to plain 1F1B's P−r−1.
     depth = P - r - 1 if V == 1 else (P - r - 1) * 2 + (V - 1) * group
     warmup = min(total, depth)
-    forwards, backwards = (_chunk_keys(P, M, V, r, group, k) for k in "FB")
-    steady = [0] * (2 * (total - warmup))              # one forward, one backward, in turn
-    steady[0::2], steady[1::2] = forwards[warmup:], backwards[:total - warmup]
-    return forwards[:warmup] + steady + backwards[total - warmup:]
+    warm, forwards = _split(_chunk_runs(P, M, V, r, group, False), warmup)
+    steady, cool = _split(_chunk_runs(P, M, V, r, group, True), total - warmup)
+    out = Streams()
+    for stage, count in warm:
+        out.repeat([("F", stage)], count)
+    for (forward, backward), count in _in_turn(forwards, steady):
+        out.repeat([("F", forward), ("B", backward)], count)
+    for stage, count in cool:
+        out.repeat([("B", stage)], count)
+    return out
 
 
 def interleaved(P: int, M: int, V: int = 2) -> Schedule:
     """Megatron-LM's interleaved 1F1B: V chunks per rank, stage s on rank s mod P.
 
     Source: Narayanan et al. 2021 §2.2.2. Each chunk does 1/V of the rank's work, so the
-    warm-up and cool-down shrink by V: bubble (P−1)/(V·M) of the ideal, at the price of V×
-    more point-to-point traffic. Rank r warms up with (P−r−1)·2 + (V−1)·P chunk-forwards
+    warm-up and cool-down shrink by V: bubble (P−1)/(V·M) of the ideal, at the price of more
+    point-to-point messages: (P·V − 1)/(P − 1) times 1F1B's in all, V times on a middle rank
+    (``closed_forms.interleaved_messages``). Rank r warms up with (P−r−1)·2 + (V−1)·P chunk-forwards
     (P−r−1 when V = 1, where the schedule is exactly 1F1B).
     Constraints: M must be a multiple of P (microbatches go round in groups of P); V ≥ 1
     (V = 1 is plain 1F1B).
@@ -58,9 +92,10 @@ def interleaved(P: int, M: int, V: int = 2) -> Schedule:
     if M % P:
         lo, hi = max(P, M - M % P), M + P - M % P
         raise ValueError(f"interleaved needs M to be a multiple of P (microbatches go round the "
-                         f"ranks in groups of P), got M={M}, P={P}; try M={lo} or M={hi}")
+                         f"ranks in groups of P), got M={M}, P={P}; {suggest('M', lo, hi)}")
     ranks = [_depth_first_rank(P, M, V, r, group=P) for r in range(P)]
-    return Schedule.from_keys("interleaved", P, M, looped_placement(P, V), ranks, V)
+    return Schedule.from_keys("interleaved", P, M, looped_placement(P, V),
+                              [out.keys for out in ranks], V, streams=[out.runs for out in ranks])
 
 
 def breadth_first(P: int, M: int, V: int = 2) -> Schedule:
@@ -98,4 +133,5 @@ def bfs_1f1b(P: int, M: int, V: int = 2) -> Schedule:
         raise ValueError(f"bfs-1f1b needs M ≥ P (one group of microbatches must fill the "
                          f"pipeline), got M={M}, P={P}; try M={P}")
     ranks = [_depth_first_rank(P, M, V, r, group=M) for r in range(P)]
-    return Schedule.from_keys("bfs-1f1b", P, M, looped_placement(P, V), ranks, V)
+    return Schedule.from_keys("bfs-1f1b", P, M, looped_placement(P, V),
+                              [out.keys for out in ranks], V, streams=[out.runs for out in ranks])

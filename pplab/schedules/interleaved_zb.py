@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..ir import Op, Schedule
-from ._common import F, I, W, build, check_basics, looped_placement
+from ._common import F, I, W, build, check_basics, looped_placement, suggest
 
 
 def _rounds(P: int, M: int) -> tuple[int, int]:
@@ -20,7 +20,7 @@ def _rounds(P: int, M: int) -> tuple[int, int]:
         lo = next(m for m in range(M - 1, 0, -1) if ok(m))
         hi = next(m for m in range(M + 1, 2 * M + P) if ok(m))
         raise ValueError(f"interleaved-zb needs M to be a multiple of its {rounds} rounds "
-                         f"(max(1, M // P)), got M={M}, P={P}; try M={lo} or M={hi}")
+                         f"(max(1, M // P)), got M={M}, P={P}; {suggest('M', lo, hi)}")
     return rounds, M // rounds
 
 

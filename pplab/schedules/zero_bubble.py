@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..ir import KEY_STRIDE, Op, Schedule
+from .. import keys
+from ..ir import Op, Schedule
 from ._common import F, I, W, Streams, build, check_basics, no_virtual, v_placement
 
 
@@ -62,7 +63,7 @@ def zbv(P: int, M: int, V: int = 2) -> Schedule:
     n = max(M, 2 * P - 1)
     ranks = [_zbv_rank(P, n, r) for r in range(P)]
     if n != M:                                        # drop the extra microbatches
-        rows = [[k for k in out.keys if k < M * KEY_STRIDE] for out in ranks]
+        rows = [[k for k in out.keys if keys.microbatch_of(k) < M] for out in ranks]
         return Schedule.from_keys("zbv", P, M, v_placement(P), rows, 2)
     return Schedule.from_keys("zbv", P, M, v_placement(P), [out.keys for out in ranks], 2,
                               streams=[out.runs for out in ranks])

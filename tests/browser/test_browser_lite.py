@@ -3,8 +3,8 @@ or stale) served on 127.0.0.1, every lesson opened in Debian's Chromium and run 
 Asserts no error outputs, every canvas redraws at its sliders' ends (the drawn scene is the
 kernel's), questions answer, no request leaves 127.0.0.1 (Playwright aborts and records any
 other), and progress written by the kernel survives a reload (browser storage). Cells that
-need torch print one line there instead (pplab.env). Latency there: benchmarks/bench_browser.py
---lite."""
+need torch print one line there instead (pplab.probe.env). Latency there:
+benchmarks/bench_browser.py --lite."""
 from __future__ import annotations
 
 import hashlib
@@ -61,7 +61,7 @@ def test_lesson_in_jupyterlite(page, site_url, local_only, lesson):
     panel = B.open_notebook(page, f"{site_url}/lab/index.html?path={lesson.name}", lesson.name)
     B.run_all(page)
     page.wait_for_timeout(500)
-    check_lesson(page, panel, f"lite_{lesson.stem}")
+    check_lesson(page, panel, f"lite_{lesson.stem}", lesson)
 
 
 PROGRESS_PY = ("import json, pathlib\np = pathlib.Path('.pplab-progress.json')\n"

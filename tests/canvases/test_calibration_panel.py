@@ -5,7 +5,7 @@ import pytest
 
 from pplab import make_schedule, simulate
 from pplab.canvases.calibration import SCHEDULES, calibration_panel
-from pplab.simulate import Costs
+from pplab.sim import Costs
 
 pytest.importorskip("torch")
 KNOWN = Costs(tf=2e-3, tb=4e-3, tw=1.5e-3, comm=3e-4, fixed=5e-4)
@@ -43,6 +43,8 @@ def test_a_failed_measurement_is_one_message(monkeypatch):
 
 
 def test_the_p_chooser_sets_the_ranks_measured(monkeypatch):
+    """The chooser's P reaches the measurement and the report (the fit itself, a search over
+    thousands of simulations, is the click test's: here it is given its answer)."""
     import pplab.runtime.calibration as rc
     seen = []
 
@@ -50,6 +52,7 @@ def test_the_p_chooser_sets_the_ranks_measured(monkeypatch):
         seen.append(P)
         return _fake_measure(names, P, M, repeats)
     monkeypatch.setattr(rc, "measure", fake)
+    monkeypatch.setattr(rc, "calibrate", lambda measured, fit_on, **_: (KNOWN, 2.0))
     panel = calibration_panel(repeats=1)
     assert panel.ranks.value == 2 and list(panel.ranks.options) == [2, 4]
     panel.click()

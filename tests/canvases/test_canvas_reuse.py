@@ -8,7 +8,7 @@ import pytest
 from pplab.canvases import base
 from pplab.canvases.timeline import render
 from pplab.registry import NAMES, make_schedule
-from pplab.simulate import simulate
+from pplab.sim import simulate
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -27,10 +27,10 @@ def test_kept_peaks_are_the_timelines_own(name, tw, comm):
 
 
 def test_a_slider_moving_back_reuses_the_schedule():
-    base._schedule.cache_clear()
+    base.kept_schedule.cache_clear()
     first = render("zbv", 8, 32, 2, draw="scene")
     render("zbv", 8, 33, 2, draw="scene")
     again = render("zbv", 8, 32, 2, draw="scene")
-    assert base._schedule.cache_info().hits == 1 and again == first
+    assert base.kept_schedule.cache_info().hits == 1 and again == first
     moved = render("zbv", 8, 32, 2, tf=2.0, draw="scene")
-    assert base._schedule.cache_info().hits == 2 and moved != first
+    assert base.kept_schedule.cache_info().hits == 2 and moved != first

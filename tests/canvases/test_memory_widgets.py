@@ -12,7 +12,7 @@ from pplab.canvases import memory as mw
 from pplab.draw import figure_png
 from pplab.memory import ParallelConfig, get_preset, memory_report
 from pplab.registry import make_schedule
-from pplab.simulate import Costs, simulate
+from pplab.sim import Costs, simulate
 
 
 def _ok(res):
@@ -116,7 +116,7 @@ def test_plan_render_and_table():
     assert fig is not None and figure_png(fig)[:4] == b"\x89PNG"
     assert "fastest first" in msg and "1. TP=" in msg and "✗" in msg
     _, msg = mw.render_plan("gpt3-175b", 32, 80, 4096, draw=False)
-    assert "0 of" in msg and "> 80 GB" in msg
+    assert "0 of" in msg and "over the 80 GB GPU" in msg
 
 
 @pytest.mark.parametrize("fn,kw", [

@@ -7,11 +7,12 @@ import pytest
 from pplab.canvases import base as W
 from pplab.canvases import published as C
 from pplab.closed_forms import bubble_both
+from pplab.memory import published_run as pr
 
 
-@pytest.mark.parametrize("M,V", list(itertools.product(C.M_OPTIONS, C.V_OPTIONS)))
-def test_every_setting_draws_and_says_both_denominators(M, V):
-    pic, msg = C.render_published_run(M, V, draw="scene")
+@pytest.mark.parametrize("M,V,grads", list(itertools.product(C.M_OPTIONS, C.V_OPTIONS, C.GRADS)))
+def test_every_setting_draws_and_says_both_denominators(M, V, grads):
+    pic, msg = C.render_published_run(M, V, grads, draw="scene")
     assert pic is not None, msg
     timeline, memory = pic["panels"]
     assert timeline["type"] == "timeline" and timeline["ranks"] == 16
@@ -19,24 +20,42 @@ def test_every_setting_draws_and_says_both_denominators(M, V):
     frac, ratio = bubble_both(16, M, V)
     assert f"(equal chunks: {ratio:.1%}, {frac:.1%})" in msg
     assert f"{C.row_for(M).gpus:,} GPUs" in msg and ("fits in" in msg) != ("over" in msg)
+    dp = pr.axis_bytes(C.row_for(M), V=V, zero2_reduce=C.GRADS[grads])["bytes"]["dp"]
+    assert f"reduce-scattered {grads}: DP sends {dp / 1e9:.0f} GB a step" in msg
+
+
+def test_the_gradient_choice_trades_memory_for_dp_traffic():
+    """Once a step: the whole fp32 gradient held, DP ~19 GB; every microbatch: a shard held,
+    DP M times the gradients. Same bubble either way."""
+    once, every = (C.render_published_run(32, 8, g, draw=False)[1] for g in C.GRADS)
+    assert once.split("\n")[0] == every.split("\n")[0]
+    assert "gradients 12.8 GB" in once and "gradients 1.8 GB" in every
+    assert "DP sends 19 GB" in once and "DP sends 408 GB" in every
 
 
 def test_the_layouts_of_table4_are_on_the_sliders():
+    """With its gradients accumulated whole (Llama 3 §3.3.2) neither row fits pplab's count
+    of 80 GB; reduce-scattering every microbatch, only V = 1 does."""
     assert C.row_for(32).gpus == 8192 and C.row_for(16).gpus == 16384
-    assert "over 80 GB" in C.render_published_run(32, 8, draw=False)[1]
-    assert "fits in 80 GB" in C.render_published_run(16, 8, draw=False)[1]
+    for M in (32, 16):
+        assert "over 80 GB" in C.render_published_run(M, 8, draw=False)[1]
+        assert "over 80 GB" in C.render_published_run(M, 8, "every microbatch", draw=False)[1]
+        assert "fits in 80 GB" in C.render_published_run(M, 1, "every microbatch",
+                                                         draw=False)[1]
 
 
-@pytest.mark.parametrize("M,V", [(24, 8), (0, 8), (32, 3), (32, 16)])
-def test_settings_the_model_cannot_mean_are_messages(M, V):
-    pic, msg = C.render_published_run(M, V, draw="scene")
+@pytest.mark.parametrize("M,V,grads", [(24, 8, "once a step"), (0, 8, "once a step"),
+                                       (32, 3, "once a step"), (32, 16, "once a step"),
+                                       (32, 8, "sometimes")])
+def test_settings_the_model_cannot_mean_are_messages(M, V, grads):
+    pic, msg = C.render_published_run(M, V, grads, draw="scene")
     assert pic is None and msg.startswith(f"M={M}, V={V}: ") and "\n" not in msg
 
 
 def test_widget_builds_and_reacts_without_a_kernel():
     c = C.published_run_canvas()
     assert "8,192 GPUs" in c.last_message
-    for M, V in itertools.product(C.M_OPTIONS, C.V_OPTIONS):
-        c.controls["M"].value, c.controls["V"].value = M, V
-        assert f"M={M}, V={V}" in c.last_message
+    for M, V, g in itertools.product(C.M_OPTIONS, C.V_OPTIONS, C.GRADS):
+        c.controls["M"].value, c.controls["V"].value, c.controls["grads"].value = M, V, g
+        assert f"M={M}, V={V}" in c.last_message and f"reduce-scattered {g}" in c.last_message
     assert c.errors == [] and W.CANVASES[-1] is c

@@ -3,12 +3,13 @@ render cache (both exist so that a slider redraws quickly; neither may change a 
 from __future__ import annotations
 
 import pytest
+from browser_util import run_in_own_loop
 
 from pplab.canvases.base import RenderCache
 from pplab.canvases.timeline import render
 from pplab.ir import Action, Schedule
 from pplab.registry import make_schedule, names
-from pplab.simulate import Costs, dependencies, simulate
+from pplab.sim import Costs, dependencies, simulate
 from pplab.timeline import Event
 
 
@@ -100,26 +101,6 @@ def _ahead_values(canvas, name):
     return sorted(dict(k)[name] for k in canvas.cache.ahead)
 
 
-def _run_in_own_loop(student):
-    """``asyncio.run(student())`` in a thread of its own: in a full test session another
-    loop (pytest-playwright's) may already be running in this one."""
-    import asyncio
-    import threading
-    failure = []
-
-    def target():
-        try:
-            asyncio.run(student())
-        except BaseException as e:          # re-raised in the test's thread
-            failure.append(e)
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(timeout=120)
-    assert not t.is_alive(), "the event loop did not finish"
-    if failure:
-        raise failure[0]
-
-
 def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
     import asyncio
 
@@ -144,7 +125,7 @@ def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
         c.controls["V"].value = 3
         assert c.cache.served["prefetched"] == 2
         assert c.errors == []
-    _run_in_own_loop(student)
+    run_in_own_loop(student, 120)
 
 
 def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
@@ -165,7 +146,7 @@ def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
         for _ in range(4):
             await asyncio.sleep(0)
         assert _ahead_values(c, "M") == [23, 25]          # nothing new
-    _run_in_own_loop(student)
+    run_in_own_loop(student, 120)
 
 
 def test_no_event_loop_no_prefetch():

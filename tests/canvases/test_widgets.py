@@ -181,3 +181,43 @@ def test_widgets_build_and_react_without_a_kernel():
             bc.controls["P"].value = P
     assert bc.errors == []
     assert W.CANVASES[-3:] == [c, cmp_, bc]
+
+
+def test_the_interleaved_canvas_offers_only_ms_its_schedules_take():
+    """Lesson 05's M slider steps by P (interleaved sends microbatches round in groups of P):
+    at every P, every position it offers is one every schedule and V on the canvas takes, and
+    moving P moves M to the nearest position, with no error on the way."""
+    from pplab.canvases import interleaved as IL
+    c = IL.interleaved_canvas()
+    m = c.controls["M"]
+    for P in [*range(IL.IL_P_RANGE[0], IL.IL_P_RANGE[1] + 1), 3, 1, 8]:
+        c.controls["P"].value = P
+        assert (m.min, m.step) == (P, P) and m.max <= IL.IL_M_RANGE[1] < m.max + P
+        assert m.value % P == 0 and "makespan" in c.last_message, (P, c.last_message)
+        for M, name, V in itertools.product(range(m.min, m.max + 1, m.step),
+                                            IL.INTERLEAVED_SCHEDULES, Vs):
+            make_schedule(name, P, M, V)           # refused: ValueError (renders: slow tier)
+    assert c.errors == []
+
+
+def test_per_rank_peaks_at_64_ranks_are_four_aligned_lines_not_one_wrapped_one():
+    from pplab.sim import simulate
+    from pplab.text import per_rank
+    assert per_rank([4, 3, 2, 1]) == "[4, 3, 2, 1]"
+    lines = per_rank(range(64, 0, -1)).splitlines()
+    assert lines[0] == "ranks  0–15: " + " ".join(str(v) for v in range(64, 48, -1))
+    assert lines[-1].startswith("ranks 48–63: 16 15 14 13 12 11 10  9  8") and len(lines) == 4
+    assert len({len(line) for line in lines}) == 1                     # aligned columns
+    assert per_rank(range(17)).splitlines()[-1] == "ranks 16–16: 16"
+    tl = simulate(make_schedule("1f1b", 64, 256))
+    msg = W.summary(tl)
+    assert msg.splitlines()[0].endswith("peak in-flight per rank:") and len(msg.splitlines()) == 5
+    assert W.summary(tl, one_line=True).endswith("from 64 (rank 0) to 1 (rank 63)")
+
+
+def test_the_run_panel_shows_no_picture_before_its_first_run():
+    """An empty image widget is a broken-image icon in the browser: it stays hidden until a
+    run draws in it (the slow tier's click test checks it shows then, and hides on failure)."""
+    from pplab.canvases.runs import run_panel
+    panel = run_panel("1f1b", P=2, M=2)
+    assert panel.image.layout.display == "none" and not panel.image.value

@@ -146,21 +146,31 @@ def test_submit_without_slurm_says_why(monkeypatch):
 
 
 def test_installed_slurm_without_a_configuration_is_not_offered(monkeypatch):
-    from pplab import slurm
+    """A machine with Slurm's commands but no configuration is a cluster set up wrong: the
+    panel says why in red, where someone expects the cluster mode."""
+    from pplab.canvases.cluster_mode import ClusterMode
+    from pplab.probe import slurm
     if slurm.unavailable_reason() and "not on PATH" in slurm.unavailable_reason():
         pytest.skip("needs Slurm's commands on PATH")
     monkeypatch.delenv("SLURM_CONF", raising=False)
     monkeypatch.setattr(slurm, "CONFIG_PATHS", ("/nonexistent/slurm.conf",))
     assert "there is no Slurm configuration" in slurm.unavailable_reason()
+    monkeypatch.setattr("pplab.canvases.cluster_mode.unavailable_reason",
+                        slurm.unavailable_reason)
+    widget = ClusterMode().widget.value
+    assert "cluster mode not offered" in widget and "#b71c1c" in widget
 
 
-def test_run_panel_without_slurm_has_no_cluster_mode_and_says_why(monkeypatch):
+def test_run_panel_without_slurm_has_no_cluster_mode_and_says_so_quietly(monkeypatch):
+    """A laptop has no Slurm and expects none: one muted line, not an error in red."""
     from pplab.canvases.runs import run_panel
     monkeypatch.setenv("PATH", "/nonexistent")
     p = run_panel("1f1b", P=2, M=2)
     import ipywidgets
-    assert isinstance(p.cluster.widget, ipywidgets.HTML)      # no toggle, a reason instead
-    assert "cluster mode not offered: no Slurm on this machine" in p.cluster.widget.value
+    assert isinstance(p.cluster.widget, ipywidgets.HTML)      # no toggle, one line instead
+    assert "the cluster mode needs Slurm" in p.cluster.widget.value
+    assert "#757575" in p.cluster.widget.value and "#b71c1c" not in p.cluster.widget.value
+    assert "<br>" not in p.cluster.widget.value
     p.cluster.mode.value = "cluster"            # even if forced, the run stays local
     assert not p.cluster.on
 

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from pplab import make_schedule, simulate
-from pplab.calibrate import (costs_to_dict, fit_costs, fit_op_times, least_squares,
+from pplab.sim.calibrate import (costs_to_dict, fit_costs, fit_op_times, least_squares,
                              load_costs, observe)
 from pplab.cli import main
-from pplab.simulate import Costs
+from pplab.sim import Costs
 
 KNOWN = Costs(tf=2e-3, tb=4e-3, tw=1.5e-3, comm=3e-4, fixed=5e-4)
 
@@ -45,7 +45,7 @@ def test_fit_recovers_known_costs_from_timelines_of_ranks_sharing_cores(P, cores
 
 def test_shared_cores_work_integrates_the_rate_over_an_op():
     """Two ops overlap on [1, 2) on one core: each gets half of it there."""
-    from pplab.calibrate import SharedCores
+    from pplab.sim.calibrate import SharedCores
     from pplab.timeline import Event, Timeline
     s = make_schedule("1f1b", 2, 1)
     a, b = (op for ops in s.ranks for op in ops[:1])
@@ -240,7 +240,7 @@ def test_fit_finds_the_cores_the_ranks_effectively_shared():
     """Timelines made on 1.5 shared cores, with a per-message cost; the fit is told there are
     2 and finds 1.5 (naive, one rank busy at a time, tells sharing from slow ops), and the
     costs with it. Told a core per rank it would be far off."""
-    from pplab.calibrate import fit_costs_and_cores
+    from pplab.sim.calibrate import fit_costs_and_cores
     known = Costs(tf=2e-3, tb=4e-3, tw=1.5e-3, comm=3e-4, fixed=5e-4, msg=2e-4)
     timelines = [simulate(make_schedule(n, 4, 8), known, cores=1.5)
                  for n in ("1f1b", "interleaved", "zbv", "naive")]
@@ -260,7 +260,7 @@ def test_fit_finds_the_cores_the_ranks_effectively_shared():
 def test_a_per_message_cost_is_charged_per_neighbour_on_another_rank():
     """1F1B at P = 2: every F and B has one neighbour across; interleaved: the middle
     stages two; ZBV's turn stays on rank 1, and a W sends nothing."""
-    from pplab.simulate import messages_per_op
+    from pplab.sim.costs import messages_per_op
     assert messages_per_op(make_schedule("1f1b", 2, 4)) == [1, 1]
     assert messages_per_op(make_schedule("interleaved", 2, 4)) == [1, 2, 2, 1]
     assert messages_per_op(make_schedule("zbv", 2, 4)) == [1, 1, 1, 1]

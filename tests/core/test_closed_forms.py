@@ -137,3 +137,24 @@ def test_zb_h2_excess_and_memory(P, extra, tf, tb, tw):
     ti = tb - tw
     assert tl.makespan - M * (tf + tb) == max((P - 1) * tf, (P - 1) * (tf + ti - 2 * tw))
     assert tl.peak_inflight == [min(2 * P - 1, M)] * P
+
+
+@pytest.mark.parametrize("P, M, V", [(2, 4, 2), (4, 8, 2), (4, 8, 4), (8, 16, 3), (3, 6, 1)])
+def test_interleaving_multiplies_messages_by_pv_minus_1_over_p_minus_1(P, M, V):
+    """The lowered lists' SENDs: 2·M·(P·V − 1) in all, (P·V − 1)/(P − 1) times 1F1B's (more
+    than V whenever V > 1), and exactly V times 1F1B's on a middle rank."""
+    from pplab.closed_forms import interleaved_messages
+    from pplab.lower import lower, p2p_messages
+    from pplab.ir import Comm
+    inter, plain = make_schedule("interleaved", P, M, V), make_schedule("1f1b", P, M)
+    assert p2p_messages(inter) == interleaved_messages(P, M, V)
+    assert p2p_messages(plain) == interleaved_messages(P, M)
+    growth = Fraction(p2p_messages(inter), p2p_messages(plain))
+    assert growth == Fraction(P * V - 1, P - 1)
+    assert growth > V or V == 1
+
+    def sends(schedule, rank):
+        return sum(isinstance(x, Comm) and x.is_send for x in lower(schedule, "up-front")[rank])
+    middle = P // 2 if P > 2 else 1
+    if 0 < middle < P - 1:
+        assert sends(inter, middle) == V * sends(plain, middle)

@@ -1,11 +1,11 @@
-"""The shared-core executor (``simulate(..., cores=C)``, pplab/contention.py): the default is
+"""The shared-core executor (``simulate(..., cores=C)``, pplab/sim/contention.py): the default is
 untouched, enough cores give the reference's events to the bit, and fewer cores slow ops
 exactly by processor sharing."""
 import pytest
 
 from pplab import make_schedule, simulate
 from pplab.ir import Schedule
-from pplab.simulate import Costs, execute_reference
+from pplab.sim import Costs, execute_reference
 from tests.helpers.schedule_cases import valid_schedules
 
 COSTS = Costs(tf=1.0, tb=2.0, tw=0.7, comm=0.1, fixed=0.05)
@@ -84,7 +84,11 @@ def test_bad_cores_is_a_one_line_error(cores):
     assert "\n" not in str(e.value)
 
 
-def test_cores_and_network_together_are_refused():
-    from pplab.streams import Link
-    with pytest.raises(ValueError, match="not both"):
-        simulate(make_schedule("1f1b", 4, 8), network=Link(latency=0.1), cores=2)
+def test_network_is_not_simulates_and_the_error_says_where_it_is():
+    """The stream model sits above the lowering, which the plain simulator sits below, so
+    ``simulate`` has no ``network=``; a one-line error names the stream model's entry."""
+    from pplab.sim.streams import Link
+    for kw in ({}, {"cores": 2}):
+        with pytest.raises(TypeError, match="simulate_streams") as e:
+            simulate(make_schedule("1f1b", 4, 8), network=Link(latency=0.1), **kw)
+        assert "\n" not in str(e.value)

@@ -18,8 +18,10 @@ import pickle
 import pytest
 
 from pplab import NAMES, make_schedule, simulate
-from pplab.ir import Action, KeyedSchedule, Overlap, Schedule, op_of_key, pair_key
-from pplab.ir import key_of as key
+from pplab import keys
+from pplab.ir import Action, KeyedSchedule, Overlap, Schedule, op_of_key
+from pplab.keys import key_of as key
+from pplab.keys import pair_key
 from pplab.schedules._common import Streams
 from pplab.timeline import Event
 
@@ -98,6 +100,22 @@ def test_a_key_names_its_action_and_a_pair_both_halves():
     pair = op_of_key(pair_key(key("F", 0, 3), key("B", 5, 1)))
     assert pair == Overlap(Action(0, "F", 3), Action(5, "B", 1))
     assert str(pair) == "(0F3;5B1)"
+
+
+def test_a_key_is_read_back_through_the_names_of_its_fields():
+    k = key("I", 5, 300)
+    assert (keys.stage_of(k), keys.kind_of(k), keys.microbatch_of(k)) == (5, "I", 300)
+    assert keys.with_kind(k, "W") == key("W", 5, 300) and keys.kind_code_of(k) == 2
+    assert keys.stage_of(keys.class_of("W", 5)) == 5 and k & keys.CLASS_MASK == \
+        keys.class_of("I", 5)
+    pair = pair_key(key("F", 0, 3), key("B", 5, 1))
+    assert keys.is_pair(pair) and not keys.is_pair(k)
+    assert keys.halves(pair) == (key("F", 0, 3), key("B", 5, 1))
+    assert list(keys.pair_keys([key("F", 0, 3)], [key("B", 5, 1)])) == [pair]
+    assert keys.stream_of("I", 5) == keys.stream_of("B", 5) != keys.stream_of("W", 5)
+    assert keys.stream_of_key(k) == keys.stream_of("B", 5) == keys.stream_of_key(key("B", 5, 2))
+    assert keys.of_kind([key("F", 0, 1), k, pair_key(key("F", 0, 3), key("I", 5, 1))], "I") == [k]
+    assert list(keys.key_run("F", 2, 4, 3)) == [key("F", 2, m) for m in (4, 5, 6)]
 
 
 def test_streams_number_each_kind_and_stage_in_order_b_and_i_sharing_one_count():

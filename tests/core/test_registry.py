@@ -8,7 +8,7 @@ from pplab.canvases.zero_bubble import ZB_SCHEDULES
 from pplab.cli import main as cli_main
 from pplab.registry import (CANVASES, REGISTRY, SPECS, TORCH_CLASSES, default_V,
                             excess_closed_form, names, spec)
-from pplab.simulate import Costs
+from pplab.sim import Costs
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -140,3 +140,15 @@ def test_planner_peak_traits_hold(monkeypatch, name):
     cfg = ParallelConfig(tp=2, pp=4, dp=2, sp=True, microbatches=40, schedule=name)
     exact = [r.activations for r in memory_report(m, cfg).per_rank]
     assert [r.activations for r in fast_memory(m, cfg).per_rank] == pytest.approx(exact)
+
+
+def test_dualpipe_rules_name_their_sources():
+    """DeepSeek-V3 (§3.2.1) asks only that ranks and microbatches be divisible by 2; M ≥ 2P
+    is its reference code's rule. The generator keeps both and says which broke."""
+    import pplab.schedules.dualpipe as dp
+    assert "M ≥ 2P (its reference code)" in spec("dualpipe").constraints
+    assert "all the report asks for" in dp.dualpipe.__doc__
+    make_schedule("dualpipe", 4, 8)
+    for M in (6, 9):                       # below 2P; odd
+        with pytest.raises(ValueError, match="M even and M ≥ 2P"):
+            make_schedule("dualpipe", 4, M)

@@ -12,9 +12,9 @@ from pplab.scene import PLOT_PX, STRIP_AFTER, timeline_panel
 KIND_OF = {"F": "F", "B": "B", "I": "I", "W": "W", "X": "FB"}
 
 
-def running_at(tl, rank: int, t: float) -> str:
-    """The kind running on ``rank`` at time ``t`` by brute force, '.' when idle."""
-    kinds = [e.op.kind for e in tl.events if e.rank == rank and e.start <= t < e.end]
+def running_at(rank_events, t: float) -> str:
+    """The kind running at time ``t`` among one rank's events by brute force, '.' when idle."""
+    kinds = [e.op.kind for e in rank_events if e.start <= t < e.end]
     return kinds[-1] if kinds else "."
 
 
@@ -26,11 +26,13 @@ def test_a_strip_shows_the_kind_at_each_column(name, P, M, V):
     assert max(len(evs) for evs in tl.events_by_rank()) > STRIP_AFTER
     assert panel["boxes"] == [] and len(panel["strips"]) == P
     width = (tl.makespan) / PLOT_PX
+    events = [[e for e in tl.events if e.rank == rank] for rank in range(P)]
+    start = tl.start            # once: with the events read, each ``start`` scans them all
     for rank, row in enumerate(panel["strips"]):
         assert len(row) == PLOT_PX and set(row) <= set("FBIWX.")
         for col in range(0, PLOT_PX, 7):
             ch = row[col]
-            want = running_at(tl, rank, tl.start + (col + 0.5) * width)
+            want = running_at(events[rank], start + (col + 0.5) * width)
             assert (KIND_OF.get(ch, ".")) == want, (rank, col)
     drawn = {KIND_OF[c] for row in panel["strips"] for c in set(row) if c != "."}
     assert drawn == set(panel["colors"]) and {k for k, _ in panel["legend"]}

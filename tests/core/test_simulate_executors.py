@@ -1,4 +1,4 @@
-"""The fast executor (pplab/simulate_fast.py) against the reference, event for event.
+"""The fast executor (pplab/sim/fast.py) against the reference, event for event.
 
 Property tests over random valid schedules from every generator and random costs (comm,
 fixed overhead, per-stage scales, a separate F&B cost), plus shuffled rank lists that
@@ -8,16 +8,17 @@ in the same order, or both raise the same error.
 from __future__ import annotations
 
 import random
-import sys
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pplab import simulate_fast
-from pplab.ir import PAIR_BASE, Action, Schedule
+from pplab.ir import Action, Schedule
+from pplab.keys import PAIR_BASE
 from pplab.registry import NAMES, make_schedule
-from pplab.simulate import Costs, execute, execute_reference, simulate
+from pplab.sim import Costs, entry, execute, execute_reference, simulate
+from pplab.sim import fast as fast_executor
+from pplab.sim import plan as compile_plan
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -63,8 +64,8 @@ def outcome(fn):
 def test_every_generator_any_costs_same_events_and_figures(data):
     sched = data.draw(schedules())
     costs = data.draw(costs_for(sched))
-    assert simulate_fast.plan(sched) is not None          # generated schedules take the fast path
-    assert simulate_fast.execute(sched, costs.duration_fn(sched), costs.comm, True) is not None
+    assert compile_plan.plan(sched) is not None          # generated schedules take the fast path
+    assert fast_executor.execute(sched, costs.duration_fn(sched), costs.comm, True) is not None
     fast = simulate(sched, costs, executor="fast")
     ref = simulate(sched, costs, executor="reference")
     assert "events" not in vars(fast)           # columns: every figure before any event
@@ -110,23 +111,25 @@ def test_shuffled_rank_lists_give_the_same_events_or_the_same_error(data):
 
 
 @SETTINGS
-@given(name=st.sampled_from(["zbv", "dualpipe", "dualpipev"]), P=st.integers(1, 12),
-       M=st.integers(1, 48))
-def test_a_generators_streams_give_the_inputs_the_keys_give(name, P, M):
-    """ZB-V and DualPipe(V) hand the simulator their streams (where each kind and stage's
-    ops sit), so no key is looked up; the inputs found that way are the ones the dict of
-    keys finds, overlapped pairs' halves included."""
+@given(name=st.sampled_from(["interleaved", "bfs-1f1b", "zbv", "dualpipe", "dualpipev"]),
+       P=st.integers(1, 12), M=st.integers(1, 48), V=st.sampled_from([1, 2, 3]))
+def test_a_generators_runs_list_each_stream_as_its_keys_do(name, P, M, V):
+    """The keyed generators say where each stream's ops sit (``Streams.runs``), so the
+    compile lists a stream's parts without reading keys; those lists are the ones the keys
+    give, overlapped pairs' halves and postponed W's included, and every pair is marked."""
     try:
-        sched = make_schedule(name, P, M)
+        sched = make_schedule(name, P, M, V)
     except ValueError:
         assume(False)
     keys = [k for row in sched.rank_keys() for k in row]
-    pl = simulate_fast.plan(sched)
-    by_streams = simulate_fast._inputs_from_streams(sched, pl.bounds)
-    assert (by_streams is None) == (name == "zbv" and M < 2 * P - 1)  # some dropped
-    if by_streams is not None:
-        assert by_streams == simulate_fast._inputs_by_key(sched, keys, pl.cls)
-        assert sum(d < 0 for d in by_streams[0]) == sum(k >= PAIR_BASE for k in keys)
+    pl = compile_plan.plan(sched)
+    pairs = compile_plan._pair_positions(keys)
+    by_runs = compile_plan._streams_from_runs(sched, keys, pl.bounds)
+    assert (by_runs is None) == (name == "zbv" and M < 2 * P - 1)  # some dropped: no runs
+    if by_runs is not None:
+        assert by_runs[0] == compile_plan._streams_from_keys(sched, keys, pairs)
+        assert sorted(i for at in by_runs[2] for i in at) == pairs
+    assert sum(d == compile_plan.PAIR for d in pl.source) == sum(k >= PAIR_BASE for k in keys)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -141,11 +144,10 @@ def test_unit_costs_and_any_duration_function(name):
 def test_auto_takes_the_fast_path(monkeypatch):
     sched = make_schedule("zbv", 4, 8)
     expected = simulate(sched, tf=1, tb=2, tw=1).events
-    sim = sys.modules["pplab.simulate"]          # ``pplab.simulate`` is also the function
 
     def refuse(*a, **k):
         raise AssertionError("the reference ran")
-    monkeypatch.setattr(sim, "execute_reference", refuse)
+    monkeypatch.setattr(entry, "execute_reference", refuse)
     assert simulate(sched, tf=1, tb=2, tw=1).events == expected
 
 
@@ -163,7 +165,7 @@ def test_errors_are_the_reference_words():
 
 def test_the_plan_is_kept_with_the_schedule():
     sched = make_schedule("interleaved", 4, 8, 2)
-    assert simulate_fast.plan(sched) is simulate_fast.plan(sched)
+    assert compile_plan.plan(sched) is compile_plan.plan(sched)
     a = simulate(sched, tf=1, tb=2).events
     b = simulate(sched, tf=2, tb=3, comm=0.5).events
     assert a != b and b == simulate(sched, tf=2, tb=3, comm=0.5, executor="reference").events
@@ -178,7 +180,7 @@ def test_same_rank_inputs_out_of_order_are_the_reference_errors(rank1):
     but only after checking they come earlier: else the reference's error, word for word."""
     rank0 = "0F0 0F1 3F0 3I0 3W0 3F1 3I1 3W1 0I0 0W0 0I1 0W1"
     sched = Schedule.from_text([rank0, rank1], stage_to_rank=[0, 1, 1, 0], virtual=2)
-    assert simulate_fast.execute(sched, lambda op: 1.0) is None      # it steps aside
+    assert fast_executor.execute(sched, lambda op: 1.0) is None      # it steps aside
     ref = outcome(lambda: simulate(sched, tf=1, tb=2, tw=1, executor="reference").events)
     assert ref[0] == "DeadlockError" or "no rank runs" in ref[1]
     assert outcome(lambda: simulate(sched, tf=1, tb=2, tw=1).events) == ref

@@ -1,8 +1,9 @@
-"""The stream model (pplab/streams.py): today's executor where they mean the same thing, and
+"""The stream model (pplab/sim/streams.py): today's executor where they mean the same thing, and
 the effects it exists for where they do not (bandwidth, in-order queues, blocking receives,
 DualPipe's hidden all-to-all)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -10,10 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pplab import Costs, DeadlockError, make_schedule, simulate
-from pplab.lower import lower
+from pplab.lower import LOWERINGS, lower
 from pplab.memory import boundary_activation_bytes
-from pplab.overlap import ChunkCosts
-from pplab.streams import Link, simulate_streams
+from pplab.sim.overlap import ChunkCosts
+from pplab.sim.streams import Link, simulate_streams
 from pplab.timeline import Timeline
 
 from schedule_cases import valid_schedules
@@ -39,7 +40,7 @@ def test_free_network_is_todays_simulate_on_every_schedule(sched):
     costs = Costs(1, 2, 0.5)
     want = simulate(sched, costs)
     for lowering in ("up-front", "in-order", "just-in-time"):
-        got = simulate(sched, costs, network=Link(lowering=lowering))
+        got = simulate_streams(sched, costs, link=Link(lowering=lowering))
         assert same_events(got, want), lowering
         assert got.makespan == want.makespan
     assert same_events(simulate_streams(sched, costs, Link(lowering="just-in-time",
@@ -50,14 +51,20 @@ RANDOM_GRID = valid_schedules(range(1, 7), (1, 3, 8, 13), (None, 1, 2, 3))
 
 
 @st.composite
-def case(draw):
-    sched = draw(st.sampled_from(RANDOM_GRID))
+def costs_for(draw, sched):
     tf, tb = draw(times), draw(times)
     scale = draw(st.one_of(st.none(), st.lists(st.floats(0.25, 3.0), min_size=sched.num_stages,
                                                 max_size=sched.num_stages)))
-    costs = Costs(tf, tb, draw(st.floats(0.0, 1.0)) * tb, draw(st.one_of(st.none(), times)),
-                  comm=draw(times), fixed=draw(times) / 4, stage_scale=scale)
-    return sched, costs, draw(st.sampled_from(["up-front", "in-order", "just-in-time"]))
+    return Costs(tf, tb, draw(st.floats(0.0, 1.0)) * tb, draw(st.one_of(st.none(), times)),
+                 comm=draw(times), fixed=draw(times) / 4, stage_scale=scale)
+
+
+@st.composite
+def case(draw):
+    sched = RANDOM_GRID[draw(st.integers(0, len(RANDOM_GRID) - 1))]   # sampled_from hashes
+    #                                                   every schedule, action by action
+    return sched, draw(costs_for(sched)), draw(st.sampled_from(["up-front", "in-order",
+                                                                 "just-in-time"]))
 
 
 @SETTINGS
@@ -66,8 +73,49 @@ def test_latency_equal_to_comm_is_todays_per_hop_model(c):
     """On a tag-matched transport a message sent when its op ends lands ``latency`` later,
     whatever the posting order: that is today's ``comm``, event for event."""
     sched, costs, lowering = c
-    got = simulate(sched, costs, network=Link(latency=costs.comm, lowering=lowering))
+    got = simulate_streams(sched, costs, link=Link(latency=costs.comm, lowering=lowering))
     assert same_events(got, simulate(sched, costs))
+
+
+@st.composite
+def links(draw):
+    """Any link the replay may meet: latency, bandwidth, bytes, all-to-alls on some stages,
+    every lowering, blocking receives or not, in-order queues now and then."""
+    return Link(latency=draw(times), bandwidth=draw(st.sampled_from([math.inf, 0.5, 2.0])),
+                act_bytes=draw(times), grad_bytes=draw(st.one_of(st.none(), times)),
+                ep_a2a=(draw(times), draw(times)),
+                moe_stages=draw(st.one_of(st.none(), st.frozensets(st.integers(0, 8)))),
+                lowering=draw(st.sampled_from(LOWERINGS)), blocking=draw(st.booleans()),
+                in_order=draw(st.sampled_from([None, None, None, "pair", "rank"])))
+
+
+def outcome(fn):
+    """The events and transfers in their order, or the error's type and words."""
+    try:
+        tl = fn()
+        return [(e.rank, str(e.op), e.start, e.end) for e in tl.events], tl.transfers
+    except ValueError as e:
+        return type(e).__name__, str(e)
+
+
+@SETTINGS
+@given(st.data())
+def test_a_replay_is_the_full_run_for_any_costs_and_link(data):
+    """A schedule's first run on a tag-matched link is recorded; a later one with the same
+    lowering and receives replays it with the new numbers: the same events and transfers,
+    in the same order, as the full run gives (``lowered=`` always runs in full)."""
+    sched, costs, _ = data.draw(case())
+    first = data.draw(links())
+    link = dataclasses.replace(data.draw(links()), lowering=first.lowering,
+                               blocking=first.blocking, in_order=first.in_order)
+    again = data.draw(costs_for(sched))
+    full = outcome(lambda: simulate_streams(sched, again, link,
+                                            lowered=lower(sched, link.lowering)))
+    if isinstance(outcome(lambda: simulate_streams(sched, costs, first))[0], str):
+        return                                    # an error: nothing recorded
+    replayed = simulate_streams(sched, again, link)
+    assert (replayed._columns() is not None) == (link.in_order is None)     # it replayed
+    assert outcome(lambda: replayed) == full
 
 
 def test_just_in_time_blocking_receives_are_free_and_front_loaded_ones_are_not():
@@ -76,12 +124,12 @@ def test_just_in_time_blocking_receives_are_free_and_front_loaded_ones_are_not()
     sched = make_schedule("interleaved", 4, 8, 2)
     costs = Costs(1, 2)
     base = simulate(sched, costs).makespan
-    jit = simulate(sched, costs, network=Link(lowering="just-in-time", blocking=True))
-    front = simulate(sched, costs, network=Link(lowering="front-loaded", blocking=True))
+    jit = simulate_streams(sched, costs, link=Link(lowering="just-in-time", blocking=True))
+    front = simulate_streams(sched, costs, link=Link(lowering="front-loaded", blocking=True))
     assert jit.makespan == base == 28.5
     assert front.makespan == 32.0
     # at unit costs the unit-time placement is exact, so the two orders agree
-    unit = [simulate(sched, Costs(1, 1), network=Link(lowering=lo, blocking=True)).makespan
+    unit = [simulate_streams(sched, Costs(1, 1), link=Link(lowering=lo, blocking=True)).makespan
             for lo in ("front-loaded", "just-in-time")]
     assert unit == [19.0, 19.0]
 
@@ -90,7 +138,7 @@ def test_bandwidth_serialises_a_ranks_sends():
     """Two messages posted together leave one after the other on the sender's stream."""
     sched = make_schedule("gpipe", 2, 2)
     link = Link(bandwidth=1.0, act_bytes=3.0, grad_bytes=0.0)
-    tl = simulate(sched, Costs(1, 2), network=link)
+    tl = simulate_streams(sched, Costs(1, 2), link=link)
     acts = sorted((t.start, t.end) for t in tl.transfers if t.kind == "act")
     assert acts == [(1.0, 4.0), (4.0, 7.0)]       # 0F1 ends at 2, but the stream is busy
     starts = {str(e.op): e.start for e in tl.events}
@@ -102,12 +150,12 @@ def test_in_order_queues_make_messages_wait_behind_each_other():
     per pair of ranks (NCCL's p2p) costs more than tag matching, one per rank more still."""
     sched = make_schedule("1f1b", 4, 8)
     costs = Costs(1, 2, comm=0.5)
-    spans = [simulate(sched, costs, network=Link(latency=0.5, lowering="in-order",
+    spans = [simulate_streams(sched, costs, link=Link(latency=0.5, lowering="in-order",
                                                  in_order=q)).makespan
              for q in (None, "pair", "rank")]
     assert spans == [simulate(sched, costs).makespan, 44.5, 45.5] == [41.0, 44.5, 45.5]
     # without latency nothing waits: the in-order plan follows the data
-    free = [simulate(sched, Costs(1, 2), network=Link(lowering="in-order", in_order=q))
+    free = [simulate_streams(sched, Costs(1, 2), link=Link(lowering="in-order", in_order=q))
             for q in ("pair", "rank")]
     assert all(same_events(t, simulate(sched, Costs(1, 2))) for t in free)
 
@@ -115,16 +163,17 @@ def test_in_order_queues_make_messages_wait_behind_each_other():
 def test_up_front_on_an_in_order_transport_deadlocks_with_a_clear_message():
     sched = make_schedule("1f1b", 2, 4)
     with pytest.raises(DeadlockError, match="rank 0 .* waits for"):
-        simulate(sched, Costs(1, 2), network=Link(lowering="up-front", in_order="pair"))
+        simulate_streams(sched, Costs(1, 2), link=Link(lowering="up-front", in_order="pair"))
 
 
 def test_dualpipe_pair_cost_comes_out_of_the_all_to_all():
-    """Compute costs plus an all-to-all per half give what pplab.overlap's pair model gives
+    """Compute costs plus an all-to-all per half give what pplab.sim.overlap's pair model gives
     when F, B and F&B are typed in; a plain F or B pays its all-to-all exposed."""
     cc = ChunkCosts(fc=1.0, bc=2.0, fa=0.6, ba=0.9, w=1.0)
     for name in ("dualpipe", "dualpipev"):
         sched = make_schedule(name, 4, 16)
-        streams = simulate(sched, Costs(cc.fc, cc.bc, cc.w), network=Link(ep_a2a=(cc.fa, cc.ba)))
+        streams = simulate_streams(sched, Costs(cc.fc, cc.bc, cc.w),
+                                   link=Link(ep_a2a=(cc.fa, cc.ba)))
         assert same_events(streams, simulate(sched, **cc.costs()))
         frac = sched.chunk_fraction(0)          # DualPipeV's chunks are half a rank's layers
         pair = next(e for e in streams.events if e.op.kind == "FB")
@@ -136,13 +185,13 @@ def test_dualpipe_pair_cost_comes_out_of_the_all_to_all():
         assert sum(t.end - t.start for t in a2a) == pytest.approx((cc.fa + cc.ba) * frac)
     # typed-in F&B still wins
     sched = make_schedule("dualpipe", 4, 16)
-    typed = simulate(sched, Costs(1, 2, 1, tfb=2.5), network=Link(ep_a2a=(0.6, 0.9)))
+    typed = simulate_streams(sched, Costs(1, 2, 1, tfb=2.5), link=Link(ep_a2a=(0.6, 0.9)))
     assert {e.duration for e in typed.events if e.op.kind == "FB"} == {2.5}
 
 
 def test_transfers_survive_the_round_trip_and_shift():
     sched = make_schedule("1f1b", 2, 2)
-    tl = simulate(sched, Costs(1, 2), network=Link(latency=0.5))
+    tl = simulate_streams(sched, Costs(1, 2), link=Link(latency=0.5))
     assert len([t for t in tl.transfers if t.kind in ("act", "grad")]) == 4
     back = Timeline.from_dict(tl.to_dict())
     assert back.transfers == tl.transfers

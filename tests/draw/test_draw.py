@@ -9,7 +9,7 @@ from pplab.closed_forms import bubble_both  # noqa: E402
 from pplab.draw import (KIND_COLORS, draw_bubble_curve,  # noqa: E402
                         draw_inflight, draw_peak_bars, draw_timeline, figure_png)
 from pplab.registry import make_schedule  # noqa: E402
-from pplab.simulate import simulate  # noqa: E402
+from pplab.sim import simulate  # noqa: E402
 
 
 def _tl(name="1f1b", P=4, M=8, V=None, **kw):
@@ -114,9 +114,9 @@ def test_draw_does_not_touch_pyplot():
 
 def test_stream_model_messages_and_all_to_alls_get_thin_lanes():
     from pplab.scene import timeline_panel
-    from pplab.streams import Link
+    from pplab.sim.streams import Link, simulate_streams
     sched = make_schedule("dualpipe", 4, 8)
-    tl = simulate(sched, tf=1, tb=2, network=Link(latency=0.3, ep_a2a=(0.5, 0.5)))
+    tl = simulate_streams(sched, tf=1, tb=2, link=Link(latency=0.3, ep_a2a=(0.5, 0.5)))
     panel = timeline_panel(tl)
     kinds = {lane[3] for lane in panel["lanes"]}
     assert kinds == {"act", "grad", "a2a"}

@@ -9,10 +9,11 @@ import sys
 import pytest
 
 from pplab import make_schedule, simulate
-from pplab.canvases import interleaved as IL, memory as MW, runs as RU, timeline as T
+from pplab.canvases import balance as BA, interleaved as IL, memory as MW, runs as RU
+from pplab.canvases import timeline as T
 from pplab.canvases import zero_bubble as ZB
 from pplab.canvases.base import CANVASES
-from pplab.env import browser_note, in_browser, local_only
+from pplab.probe.env import browser_note, in_browser, local_only
 from pplab.memory import memory_report
 from pplab.scene import KIND_COLORS, memory_panel, timeline_boxes, timeline_panel
 
@@ -82,7 +83,7 @@ CANVAS_CASES = [
     (lambda: MW.fsdp_canvas(), lambda: MW.render_fsdp(draw="scene")),
     (lambda: MW.recompute_canvas(), lambda: MW.render_recompute(seq=2048, draw="scene")),
     (lambda: MW.plan_canvas(), lambda: MW.render_plan(seq=4096, draw="scene")),
-    (lambda: RU.balance_canvas(), lambda: RU.render_balance(draw="scene")),
+    (lambda: BA.balance_canvas(), lambda: BA.render_balance(draw="scene")),
     (lambda: T.compare_canvas(), lambda: T.render_compare(("gpipe", "1f1b"), 4, 8, draw="scene")),
     (lambda: T.bubble_curve_canvas(), lambda: T.render_bubble_curve(draw="scene")),
 ]
@@ -123,14 +124,14 @@ def test_browser_detection_and_the_one_line_note(monkeypatch, capsys):
 
 
 def test_scene_and_env_stay_pure():
-    code = ("import sys, pplab.scene, pplab.env; bad = [m for m in ('numpy', 'matplotlib', "
+    code = ("import sys, pplab.scene, pplab.probe.env; bad = [m for m in ('numpy', 'matplotlib', "
             "'torch', 'ipywidgets', 'IPython') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_browser_turns_torch_cells_into_one_line(monkeypatch):
-    from pplab.env import skip_torch_cells
+    from pplab.probe.env import skip_torch_cells
     cell = ["# NBVAL_CHECK_OUTPUT\n", "# local: pplab run -P 2 -M 4\n",
             "from pplab.runtime import run_schedule\n", "run_schedule('1f1b', P=2, M=4)\n"]
     (out,) = skip_torch_cells(cell)

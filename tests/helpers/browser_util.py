@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -30,6 +31,29 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 TOKEN = "pplab-browser-test"
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SHOTS = Path(os.environ.get("PPLAB_SHOTS", ROOT / "build" / "shots"))
+
+
+def run_in_own_loop(make_coroutine, timeout: float):
+    """Run ``make_coroutine()`` to its end in a new event loop on a thread of its own, within
+    ``timeout`` seconds, and return its result. In a full test session pytest-playwright's
+    sync API keeps a loop running on the main thread, where ``asyncio.run`` refuses to start."""
+    import asyncio
+    import threading
+    result, failure = [], []
+
+    def target():
+        try:
+            result.append(asyncio.run(asyncio.wait_for(make_coroutine(), timeout)))
+        except BaseException as e:          # re-raised in the caller's thread
+            failure.append(e)
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout + 30)
+    if thread.is_alive():
+        raise TimeoutError(f"the event loop did not finish within {timeout + 30:.0f} s")
+    if failure:
+        raise failure[0]
+    return result[0]
 
 
 def free_port() -> int:
@@ -268,6 +292,51 @@ def answer_questions(page, panel) -> int:
                                " return f && f.innerText.trim().length > 0; }",
                                arg=q.element_handle(), timeout=30_000)
     return qs.count()
+
+
+DRAWS = re.compile(r"^(?!\s*(from|import)\b).*\bdraw_\w+\(", re.M)
+
+
+def drawing_cells(path: Path) -> list[int]:
+    """Indices of the cells that draw a static picture with ``pplab.draw`` (the served copy
+    keeps the cells in place: skipped ones are blanked, not removed)."""
+    import nbformat
+    cells = nbformat.read(path, as_version=4).cells
+    return [i for i, c in enumerate(cells) if c.cell_type == "code"
+            and not c.source.lstrip().startswith("# NBVAL_SKIP") and DRAWS.search(c.source)]
+
+
+PICTURE_JS = """([panel, i]) => { const cell = panel.querySelectorAll('.jp-Cell')[i];
+  const out = cell ? [...cell.querySelectorAll('.jp-OutputArea-output')] : [];
+  const seen = el => { const r = el.getBoundingClientRect();
+    return r.width > 100 && r.height > 50 && getComputedStyle(el).visibility !== 'hidden'; };
+  const imgs = out.flatMap(o => [...o.querySelectorAll('img')])
+    .filter(im => im.complete && im.naturalWidth > 100 && seen(im));
+  const scenes = out.flatMap(o => [...o.querySelectorAll('canvas.pplab-scene')])
+    .filter(c => c.width > 100 && seen(c));
+  return {pictures: imgs.length + scenes.length, text: out.map(o => o.innerText).join('\\n')}; }"""
+FIGURE_TEXT = re.compile(r"<Figure size \d+x\d+")
+
+
+def pictures_shown(page, panel, cells: list[int], timeout: float = 60_000) -> dict[int, int]:
+    """For each drawing cell, how many pictures its output shows (an image in JupyterLab, a
+    page-drawn scene in JupyterLite); waits until each shows one. A cell that prints a
+    matplotlib Figure's text instead of drawing it is an assertion error."""
+    handle = panel.element_handle()
+    shown = {}
+    for i in cells:
+        panel.locator(".jp-Cell").nth(i).scroll_into_view_if_needed()
+        try:
+            page.wait_for_function(f"a => ({PICTURE_JS})(a).pictures > 0", arg=[handle, i],
+                                   timeout=timeout)
+        except Exception:                        # reported below with what the cell shows
+            pass
+        got = page.evaluate(PICTURE_JS, [handle, i])
+        assert not FIGURE_TEXT.search(got["text"]), f"cell {i} prints {got['text'][:80]!r}"
+        shown[i] = got["pictures"]
+    text = panel.inner_text()
+    assert not FIGURE_TEXT.search(text), "a Figure's text stands where its picture should"
+    return shown
 
 
 # ---- latency ------------------------------------------------------------------------------

@@ -5,11 +5,15 @@ from pplab.registry import NAMES, make_schedule
 
 
 def valid_schedules(Ps, Ms, Vs):
-    """The grid's combinations that some generator accepts (the others raise ValueError)."""
-    out = []
+    """The grid's combinations that some generator accepts (the others raise ValueError),
+    each schedule once (V=None is the schedule's own V, which the grid may name too)."""
+    out, seen = [], set()
     for name, P, M, V in itertools.product(NAMES, Ps, Ms, Vs):
         try:
-            out.append(make_schedule(name, P, M, V))
+            s = make_schedule(name, P, M, V)
         except ValueError:
             continue
+        if (name, P, M, s.V) not in seen:
+            seen.add((name, P, M, s.V))
+            out.append(s)
     return out

@@ -123,7 +123,7 @@ def test_emulated_bubble_of_every_other_schedule_matches_simulation():
 
 @pytest.mark.parametrize("P", [2, 4])
 def test_in_order_comm_matches_reference(P):
-    """NCCL's recipe (pplab.comm_order) run on gloo with every tag 0, so messages match by
+    """NCCL's recipe (pplab.lower) run on gloo with every tag 0, so messages match by
     posting order alone, as on NCCL: every schedule still trains exactly. Posting one receive
     before an earlier one from the same peer (out of the sender's order) must fail the check."""
     items = [(n, dict(o, comm="in-order")) for n, o in _items(P)]

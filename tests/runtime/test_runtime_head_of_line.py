@@ -2,7 +2,7 @@
 where a unit-time run makes their data (front-loaded), they end the warm-up measurably later
 than posted right before the op that needs them (just-in-time), as the stream model says."""
 from pplab.canvases.head_of_line import measure_head_of_line, measured_text
-from pplab.streams import warmup_end
+from pplab.sim.streams import warmup_end
 
 
 def test_front_loaded_receives_end_the_warm_up_later_on_real_processes():

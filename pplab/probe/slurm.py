@@ -11,6 +11,12 @@ SLURM_COMMANDS = ("sbatch", "squeue", "scancel", "scontrol")
 CONFIG_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/run/slurm/conf/slurm.conf")
 
 
+def installed() -> bool:
+    """Whether any of Slurm's commands is on PATH. Where none is (a laptop), nobody expects a
+    cluster mode, and the run panel says so in one quiet line, not as an error."""
+    return any(shutil.which(c) is not None for c in SLURM_COMMANDS)
+
+
 def unavailable_reason() -> str | None:
     """Why jobs cannot be submitted from here, or None when they can."""
     missing = [c for c in SLURM_COMMANDS if shutil.which(c) is None]

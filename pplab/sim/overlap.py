@@ -4,10 +4,15 @@ A chunk's forward and backward each have a compute part and an expert-parallel a
 part (dispatch + combine). Run apart, a chunk costs both: ``F = Fc + Fa``, ``B = Bc + Ba``.
 In DualPipe's pair the two computations still run one after the other on the compute SMs;
 what overlaps is each chunk's all-to-all (on SMs set aside for communication) with the other
-chunk's compute. So the pair costs ``max(Fc + Bc, Fa + Ba)``: between the longer half and
-``F + B``, and shorter than ``F + B`` by exactly the communication it hides.
+chunk's compute. Four chains bound the pair from below: the compute stream (``Fc + Bc``), the
+communication stream (``Fa + Ba``), and each chunk's own work, whose all-to-all needs its
+compute first (``Fc + Fa``, ``Bc + Ba``). DeepSeek-V3 cuts each chunk into small pieces and
+interleaves the two chunks' pieces, which is how a pair gets close to that bound; pplab prices
+it at the bound, ``max(Fc + Bc, Fa + Ba, Fc + Fa, Bc + Ba)``. So a pair is never shorter than
+either half run alone, never longer than both back to back, and shorter than ``F + B`` by
+exactly the communication it hides.
 
-Here the all-to-all is folded into the op costs. ``pplab.streams`` runs the same model with
+Here the all-to-all is folded into the op costs. ``pplab.sim.streams`` runs the same model with
 the all-to-all as communication of its own (``Link(ep_a2a=(fa, ba))`` with ``tf=fc, tb=bc``),
 drawn on each rank's lane, and gives these figures event for event. Both leave out that the
 SMs given to communication slow the compute.
@@ -37,9 +42,8 @@ class ChunkCosts:
 
     @property
     def tfb(self) -> float:
-        """The overlapped pair: compute back to back, each all-to-all under the other's
-        compute."""
-        return max(self.fc + self.bc, self.fa + self.ba)
+        """The overlapped pair (``pair_time``)."""
+        return pair_time(self.fc, self.bc, self.fa, self.ba)
 
     @property
     def hidden(self) -> float:
@@ -50,6 +54,13 @@ class ChunkCosts:
         """Keyword costs for ``simulate``: the pair overlapped, or run back to back."""
         return dict(tf=self.tf, tb=self.tb, tw=self.w,
                     tfb=self.tfb if overlapped else self.tf + self.tb)
+
+
+def pair_time(fc: float, bc: float, fa: float = 0.0, ba: float = 0.0) -> float:
+    """An overlapped F&B pair: the longest of its four chains. Compute runs back to back
+    (``fc + bc``), so does communication (``fa + ba``), and each chunk's all-to-all waits for
+    its own compute (``fc + fa``, ``bc + ba``)."""
+    return max(fc + bc, fa + ba, fc + fa, bc + ba)
 
 
 def tfb_range(tf: float, tb: float) -> tuple[float, float]:
@@ -77,4 +88,4 @@ def worst_idle(timeline) -> float:
     return max((timeline.makespan - b for b in timeline.busy), default=0.0)
 
 
-__all__ = ["ChunkCosts", "tfb_range", "check_tfb", "worst_idle"]
+__all__ = ["ChunkCosts", "pair_time", "tfb_range", "check_tfb", "worst_idle"]

@@ -1,7 +1,7 @@
 """Where is this running? In a browser tab (JupyterLite/Pyodide) there is no torch and no
 process to launch, so the cells that need a real run say so in one line instead of failing.
 
-    from pplab.env import in_browser, local_only
+    from pplab.probe.env import in_browser, local_only
     if local_only("pplab run --schedule 1f1b -P 4 -M 8"):   # prints the one line in the browser
         ...                                                  # runs only on a real machine
 

@@ -6,24 +6,22 @@ compute. Per-op costs cannot say that; the executor has to. The model is process
 while ``k`` ops compute at once, each progresses at rate ``min(1, C / k)``. A message's
 latency (``comm``) and a rank waiting for its input use no core.
 
-``execute`` runs the same rules as ``pplab.simulate.execute_reference`` (each rank's list in
+``execute`` runs the same rules as ``pplab.sim.reference.execute_reference`` (each rank's list in
 order, an op as soon as its rank is free and its inputs have arrived), advancing a clock from
 one start or finish to the next. It keeps ``lag``, the time the shared cores have cost so far
 (wall time minus the work a lone op would have done): while every op runs at full speed the
 lag does not move, so with ``C ≥ P`` the events are the reference's to the bit.
 
-It reads the dependency graph ``pplab.simulate._compile`` builds (passed in, so this module
-does not import the simulator that dispatches to it) and returns ``None`` when ranks are
-stuck (a deadlock, a missing producer): the caller then runs the reference, whose error
+It reads the dependency graph ``pplab.sim.dependencies.compile_graph`` builds (passed in,
+so this module does not import the simulator that dispatches to it) and returns ``None`` when
+ranks are stuck (a deadlock, a missing producer): the caller then runs the reference, whose error
 message names the cycle.
 """
 from __future__ import annotations
 
 import heapq
-from typing import Callable
-
-from .ir import Op, Schedule
-from .timeline import Event
+from ..ir import Schedule
+from ..timeline import Event
 
 
 def check_cores(cores) -> float:
@@ -34,12 +32,12 @@ def check_cores(cores) -> float:
     return float(cores)
 
 
-def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float, cores: float,
+def execute(schedule: Schedule, durations: list[list[float]], comm: float, cores: float,
             compiled) -> list[Event] | None:
     """Events of ``schedule`` when its ranks share ``cores`` cores; None when ranks get stuck.
 
-    ``duration(op)`` is the op's time alone on a core; ``compiled`` is
-    ``pplab.simulate._compile(schedule)``.
+    ``durations[rank][step]`` is that op's time alone on a core; ``compiled`` is
+    ``pplab.sim.dependencies.compile_graph(schedule)``.
     """
     steps, owned, missing = compiled
     P = schedule.P
@@ -72,13 +70,14 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float, co
         queue(r)
     t = lag = 0.0
     while pending or running:
-        rate = min(1.0, cores / len(running)) if running else 1.0
+        rate = cores / len(running) if len(running) > cores else 1.0    # min(1, C / k)
         t_start = pending[0][0] if pending else float("inf")
         t_end = float("inf")
         if running:
             work_end = running[0][0]
             t_end = work_end + lag if rate == 1.0 else t + (work_end - (t - lag)) / rate
-            t_end = max(t_end, t)
+            if t > t_end:
+                t_end = t
         if t_end <= t_start:                         # the next thing to happen is a finish
             lag += (t_end - t) * (1.0 - rate)
             t = t_end
@@ -100,8 +99,7 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float, co
             while pending and pending[0][0] <= t:
                 _, rank = heapq.heappop(pending)
                 started[rank] = t
-                op = schedule.ranks[rank][pointer[rank]]
-                heapq.heappush(running, ((t - lag) + duration(op), rank))
+                heapq.heappush(running, ((t - lag) + durations[rank][pointer[rank]], rank))
     if any(pointer[r] < len(steps[r]) for r in range(P)):
         return None
     return events

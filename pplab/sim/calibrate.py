@@ -25,7 +25,7 @@ descheduled between ops, gloo's work on each message between the ops) is one mor
 one more per-message cost, chosen so the runs' makespans come out right
 (``fit_makespan_terms``).
 
-With ``cores`` (the ranks shared that many CPU cores, ``pplab.contention``) an op's measured
+With ``cores`` (the ranks shared that many CPU cores, ``pplab.sim.contention``) an op's measured
 length is first turned into its length alone on a core: while ``k`` ops ran at once (read
 off the same timeline) it progressed at ``min(1, cores / k)``, so its work is that rate
 integrated over the op. The fit then recovers the costs the contention executor was given.
@@ -39,8 +39,9 @@ import json
 import statistics
 from dataclasses import dataclass, field, replace
 
-from .simulate import Costs, messages_per_op, op_messages, simulate
-from .timeline import Timeline
+from ..timeline import Timeline
+from .costs import Costs, messages_per_op, op_messages
+from .entry import simulate
 
 #: the columns of the least-squares design matrix: one unknown each
 UNKNOWNS = ("tf", "tb", "tw", "fixed", "msg")

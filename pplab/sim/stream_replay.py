@@ -1,0 +1,100 @@
+"""The stream model at slider speed: a recorded run replayed with other numbers.
+
+``stream_run.StreamRun`` records, on the tag-matched transport, the steps that move a rank's
+clock in the order they ran: an op, or a blocking receive's wait. That order depends on the
+schedule, its lowering and whether receives block, never on a time. A later simulation of
+the same schedule and lowering with other costs, latency or bandwidth (a slider) walks the
+steps in one straight pass over arrays, the way ``fast.rerun`` walks the executor's run
+order, with the run's own float operations, so the times are equal, not close
+(tests/core/test_streams.py holds the two together on random costs and links):
+
+* an op starts when its rank is free and every message it waits for has arrived (its
+  receive was posted earlier on the same rank, so never later than that), and lasts its
+  duration;
+* a blocking receive moves its rank's clock to its message's arrival;
+* a message posted after a step leaves at the rank's clock, or when the rank's send stream
+  is free (one message after another, ``bytes / bandwidth`` each), and lands ``latency``
+  after it is sent.
+
+The result is columns (``fast.Run``, message times): ``Timeline`` makes its Event and
+Transfer objects only when they are read.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..lower import Message
+from ..timeline import Transfer
+from .fast import Run
+from .plan import Plan
+from .stream_run import WAIT
+
+
+class Recording(NamedTuple):
+    """A run's steps (``StreamRun.steps``), its messages by id (and their kinds, "act" or
+    "grad") and its ops' run order."""
+    steps: list
+    messages: list[Message]
+    kinds: list[str]
+    order: list[int]
+
+
+def recording(steps, messages: list[Message]) -> Recording:
+    return Recording(steps, messages, [m.kind for m in messages],
+                     [i for _, i, _, _ in steps if i != WAIT])
+
+
+def replay(rec: Recording, pl: Plan, duration: list[float], send_time: list[float],
+           latency: float):
+    """``(Run, message leave times, message arrivals)`` for durations per op and send
+    times per message (module doc)."""
+    n, P = pl.n, len(pl.bounds) - 1
+    start, end = [0.0] * n, [0.0] * n
+    leave, arrive = [0.0] * len(rec.messages), [0.0] * len(rec.messages)
+    now, send_free = [0.0] * P, [0.0] * P
+    for rank, i, needs, sends in rec.steps:
+        t = now[rank]
+        for m in needs:
+            a = arrive[m]
+            if a > t:
+                t = a
+        if i != WAIT:
+            start[i] = t
+            t += duration[i]
+            end[i] = t
+        now[rank] = t
+        for m in sends:
+            s, free = t, send_free[rank]
+            if free > s:
+                s = free
+            leave[m] = s
+            free = send_free[rank] = s + send_time[m]
+            arrive[m] = free + latency
+    run = Run(rec.order, pl.rank, start, end, pl.bounds, pl.keys, pl.memo)
+    return run, leave, arrive
+
+
+class ReplayedTransfers:
+    """A replay's transfers, made when first read, in the order the run lists them: per
+    step, its op's all-to-alls (``a2a[cls[i]]``: ``(offset, length, label)`` each, by the
+    op's duration class), then the messages posted after it."""
+
+    def __init__(self, rec: Recording, cls: list[int], a2a: dict, start: list[float], leave,
+                 arrive):
+        self.rec, self.cls, self.a2a = rec, cls, a2a
+        self.start, self.leave, self.arrive = start, leave, arrive
+
+    def __call__(self) -> list[Transfer]:
+        out, msgs = [], self.rec.messages
+        for rank, i, _, sends in self.rec.steps:
+            if i != WAIT:
+                t = self.start[i]
+                for off, length, label in self.a2a[self.cls[i]]:
+                    out.append(Transfer(rank, rank, "a2a", f"{label} all-to-all",
+                                        t + off, t + off + length))
+            for m in sends:
+                msg = msgs[m]
+                what = f"{msg.stage}{'F' if msg.kind == 'act' else 'B'}{msg.microbatch}"
+                out.append(Transfer(msg.src, msg.dst, msg.kind, what, self.leave[m],
+                                    self.arrive[m]))
+        return out
