@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 from . import UsageError
@@ -28,8 +29,10 @@ def add_arguments(p) -> None:
                    help="source notebooks, one folder per assignment (default: solutions/)")
     p.add_argument("--feedback", help="where per-student feedback HTML goes (default: "
                    "feedback/ next to --out)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per notebook")
-    p.add_argument("--cell-timeout", type=int, default=180, help="seconds per cell")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds per notebook (default: 600)")
+    p.add_argument("--cell-timeout", type=int, default=180,
+                   help="seconds per cell (default: 180)")
     p.add_argument("--seed", type=int, help="seed of the hidden cases (default: drawn now)")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                    help="submissions graded at once (default: the cores)")
@@ -39,7 +42,7 @@ def add_arguments(p) -> None:
     p.add_argument("--resume", action="store_true",
                    help="keep what a killed run finished; grade the rest with its seed")
     p.add_argument("--memory", type=float, default=3.0,
-                   help="GiB of address space per sandboxed process (default 3)")
+                   help="GiB of address space per sandboxed process (default: 3)")
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without bubblewrap (only where none can be made; the student's "
                         "code then runs as you, with your file access)")
@@ -52,6 +55,9 @@ def _check(args) -> tuple[Path, Path, Path | None, Path]:
     out = Path(args.out)
     if not out.parent.resolve().is_dir():
         raise UsageError(f"--out: folder {out.parent} does not exist")
+    if not os.access(out.parent.resolve(), os.W_OK | os.X_OK):
+        raise UsageError(f"--out: cannot write in {out.parent.resolve()} (grades, feedback and "
+                         "the run's state go there)")
     course = Path(args.course) if args.course else None
     source = (course / "source") if course else Path(args.source)
     if course is not None and not course.is_dir():
@@ -75,7 +81,7 @@ def main(args) -> int:
             raise UsageError(f"cannot sandbox the submissions: {why}. Fix that, or pass "
                              "--no-sandbox to grade without one (their code then runs as you)")
     if args.slurm:
-        from ..slurm import unavailable_reason
+        from ..probe.slurm import unavailable_reason
         why = unavailable_reason()
         if why:
             raise UsageError(f"--slurm: {why}")
@@ -85,4 +91,8 @@ def main(args) -> int:
                    sandbox=not args.no_sandbox, slurm=args.slurm, resume=args.resume,
                    feedback=Path(args.feedback) if args.feedback else None,
                    memory_gb=args.memory, slurm_partition=args.slurm_partition)
-    return grade_class(opts)
+    try:
+        return grade_class(opts)
+    except (RuntimeError, OSError) as e:     # the cause in one line, not a traceback
+        print(f"pplab: grade failed: {e}", file=sys.stderr)
+        return 1

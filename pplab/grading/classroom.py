@@ -44,6 +44,14 @@ class Options:
     memory_gb: float = 3.0
     slurm_partition: str | None = None
 
+    def __post_init__(self):
+        """Every folder as an absolute path: nbgrader changes into the course folder while it
+        works, so a relative path (``--out grades.csv``) would point somewhere else there."""
+        for name in ("submitted", "out", "source", "course_dir", "feedback"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, Path(value).resolve())
+
 
 def _state(opts: Options) -> Path:
     return opts.out.parent / f"{opts.out.name}.parts"
@@ -60,14 +68,47 @@ def prepare(opts: Options) -> tuple[Path, list[str]]:
     master = state / "master"
     if not (master / ".ready").exists():
         shutil.rmtree(master, ignore_errors=True)
-        if opts.course_dir:
+        if opts.course_dir:          # (the state folder may sit in the course: not copied)
             shutil.copytree(opts.course_dir, master, ignore=shutil.ignore_patterns(
-                "submitted", "autograded", "feedback"))
+                "submitted", "autograded", "feedback", state.name))
         else:
-            course.scratch_course(opts.source, master)
+            try:
+                course.scratch_course(opts.source, master)
+            except RuntimeError as e:
+                raise RuntimeError(f"could not make a course from {opts.source}: "
+                                   f"{unreadable_notebook(opts.source) or root_cause(str(e))}"
+                                   ) from None
         (master / ".ready").write_text("")
         write_atomic(run_file, {"seed": opts.seed, "source": str(opts.source)})
     return state, course.assignments(master / "source")
+
+
+#: lines of an nbgrader log that say what really went wrong (its own summary, "error
+#: accessing the nbgrader database … run nbgrader db upgrade", says the same for every cause)
+CAUSES = ("OperationalError", "PermissionError", "FileNotFoundError", "OSError",
+          "No such file", "Permission denied", "ValueError")
+
+
+def root_cause(log: str) -> str:
+    """The most specific line of a failed nbgrader step's log, else its first line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for marker in CAUSES:
+        found = [ln for ln in lines if marker in ln and "NbGraderException" not in ln]
+        if found:
+            return found[-1][:300]
+    return lines[0][:300] if lines else "no message"
+
+
+def unreadable_notebook(source: Path) -> str | None:
+    """The first source notebook nbformat cannot read, and why (nbgrader's own message for
+    it is only "see the above traceback")."""
+    import nbformat
+    for path in sorted(source.glob("*/*.ipynb")):
+        try:
+            nbformat.read(path, as_version=4)
+        except Exception as e:          # nbformat raises several kinds; each names the cause
+            return f"{path} is not a readable notebook: {str(e).splitlines()[0][:200]}"
+    return None
 
 
 def _notebooks(master: Path, assignment: str) -> list[dict]:
@@ -238,22 +279,46 @@ def feedback_dir(opts: Options) -> Path:
     return opts.feedback or opts.out.parent / "feedback"
 
 
+#: what nbgrader's exchange keeps with a submission and ``nbgrader release_feedback`` reads
+#: next to each feedback page (the secret names the page only its student can fetch)
+EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
+
+
+def _exchange_files(submitted: Path, feedback: Path) -> None:
+    """Copy a collected submission's timestamp and secret next to its feedback (small
+    regular files only, never through a link)."""
+    for name in EXCHANGE_FILES:
+        try:
+            fd = os.open(submitted / name, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(4096)
+        (feedback / name).write_bytes(data)
+
+
 def collect(opts, state, master, students, names) -> list[tuple]:
     """Rows for the CSV from the results; feedback pages copied; the course's gradebook
-    updated when grading in the instructor's own course."""
+    updated when grading in the instructor's own course. There the feedback folder is
+    nbgrader's, which ``nbgrader release_feedback`` sends: no page is written for an
+    assignment the student never handed in (the exchange could not deliver it)."""
     rows, fb = [], feedback_dir(opts)
     for student in students:
         for name in names:
             result = json.loads(_result_path(state, student, name).read_text())
             tasks = [t for nb in _notebooks(master, name) for t in nb["tasks"]]
             work = state / "work" / student / name
+            handed_in = (opts.submitted / student / name).is_dir()
             if result.get("ok"):
                 got = [tuple(r) for r in result["scores"]]
                 if (work / "feedback").is_dir():
                     shutil.copytree(work / "feedback", fb / student / name, dirs_exist_ok=True)
             else:
                 got = [(t, 0.0, p) for t, p in tasks]
-                scores.write_note(fb / student / name, name, result.get("why", "?"), tasks)
+                if handed_in or not opts.course_dir:
+                    scores.write_note(fb / student / name, name, result.get("why", "?"), tasks)
+            if handed_in and (fb / student / name).is_dir():
+                _exchange_files(opts.submitted / student / name, fb / student / name)
             rows += [(student, name, t, s, m) for t, s, m in got]
             if opts.course_dir and result.get("ok"):
                 scores.record(opts.course_dir, student, name, work, _notebooks(master, name),

@@ -67,7 +67,7 @@ def _is_main_guard(stmt) -> bool:
 
 def resolve(pattern: str) -> list[tuple[str, str]]:
     """(defining module, function name) of every function ``pattern`` names, looked up in
-    the real package: ``comm_order.*`` names the functions it re-exports from ``lower``."""
+    the real package: ``sim.entry.*`` also names ``timeline.run_events``, which it imports."""
     import importlib
     import types
     module_name, _, attr = pattern.rpartition(".")

@@ -105,7 +105,7 @@ def _text(x) -> str:
 
 def _value_types() -> dict:
     """Types the trusted side rebuilds from fields; anything else stays an Unreadable."""
-    from ..comm_order import Message
+    from ..lower import Message
     from ..exercises.memory import Budget
     from ..memory import ParallelConfig
     return {"Message": Message, "ParallelConfig": ParallelConfig, "Budget": Budget}

@@ -106,7 +106,7 @@ def test_hand_written_grader_and_real_run_grader():
 
 
 def test_posting_order_grader():
-    from pplab.comm_order import in_order_plan, up_front_plan
+    from pplab.lower import in_order_plan, up_front_plan
     from pplab.exercises.pipeline import check_in_order_plan
     assert check_in_order_plan(in_order_plan)
     with pytest.raises(AssertionError, match="is not implemented yet"):

@@ -95,10 +95,11 @@ def test_grader_helpers_are_blocked_too():
 def test_overriding_graders_and_the_library_gains_nothing(monkeypatch):
     import pplab.exercises as ex
     import pplab.exercises.bubble as bubble
+    import pplab.sim.entry as entry
     monkeypatch.setattr(ex, "check_bubble_formulas", lambda *a, **k: True)
     monkeypatch.setattr(bubble, "check_bubble_formulas", lambda *a, **k: True)
     monkeypatch.setattr(bubble, "_fail", lambda msg: None)
-    monkeypatch.setattr(sys.modules["pplab.simulate"], "simulate", lambda *a, **k: None)
+    monkeypatch.setattr(entry, "simulate", lambda *a, **k: None)
     wrong = (lambda P, M: 0.0)
     with pytest.raises(AssertionError):
         grade("check_bubble_formulas", wrong, wrong)

@@ -52,8 +52,8 @@ def test_what_every_task_blocks_leaves_the_simulator_whole():
     into a generator module would be cut, and the simulator the student may use would then
     fail (as ``ir.key_of`` did, imported into ``schedules._common``)."""
     cut = {(m, n) for p in guard.always() for m, n in student_edition.resolve(p)}
-    assert not {(m, n) for m, n in cut if m in ("ir", "simulate_fast")}
-    assert not cut & {("simulate", "execute"), ("timeline", "run_events")}
+    assert not {(m, n) for m, n in cut if m in ("keys", "ir", "sim.fast", "sim.plan")}
+    assert not cut & {("sim.entry", "execute"), ("timeline", "run_events")}
 
 
 def test_a_stale_pattern_fails_closed(tmp_path):
@@ -494,11 +494,11 @@ def test_the_newer_simulators_are_no_way_round_a_cut_simulator(tmp_path):
             "rows = ((A(0, 'F', 0), A(0, 'F', 1), A(0, 'B', 0), A(0, 'B', 1)),\n"
             "        (A(1, 'F', 0), A(1, 'B', 0), A(1, 'F', 1), A(1, 'B', 1)))\n"
             "s = Schedule('mine', 2, 2, (0, 1), rows)\n"
-            "from pplab.streams import Link\n"
-            "from pplab import contention\n"
-            "for name, run in (('streams', lambda: Link().simulate(s, None)),\n"
+            "from pplab.sim.streams import Link, simulate_streams\n"
+            "from pplab.sim import contention\n"
+            "for name, run in (('streams', lambda: simulate_streams(s, None, Link())),\n"
             "                  ('contention', lambda: contention.execute(\n"
-            "                      s, lambda op: 1.0, 0.0, 8, ([], 0, [])))):\n"
+            "                      s, [[1.0] * 4] * 2, 0.0, 8, ([], 0, [])))):\n"
             "    try:\n        run(); print(name, 'gave events')\n"
             "    except Exception as e:\n        print(name, type(e).__name__, e)\n")
     r = _run_against(lib, code, tmp_path)

@@ -1,0 +1,199 @@
+"""The classroom kit's parts on their own: handing out lessons never overwrites a student's
+file, the settings template and ``--set``, the hub configuration it produces for each
+spawner, the roles' extension switches naming nbgrader's real extensions, ``pplab classroom``
+refusing in one line, and nbgrader's release/collect in the repository's own course layout
+with the class's course id and exchange (they failed there with "No course id specified").
+
+The kit running for real, end to end, is test_journey_local.py and test_journey_slurm.py."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pplab.canvases.labserver import SERVER_FLAG
+from pplab.classroom import lessons, setup
+from pplab.classroom.settings import KIT, Settings, render
+from pplab.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+ONE = "01_bubble_and_1f1b"
+RELEASE_CMD = f"nbgrader release_assignment {ONE}"      # docs/teaching.md, A term step 2
+
+
+# ---- lessons ------------------------------------------------------------------------------
+def test_hand_out_copies_what_is_missing_and_keeps_every_file_the_student_has(tmp_path):
+    source, home = tmp_path / "lessons", tmp_path / "home" / "pplab"
+    source.mkdir()
+    for name in ("00_a.ipynb", "01_b.ipynb", "02_c.ipynb"):
+        (source / name).write_text(f"lesson {name}")
+    assert lessons.hand_out(source, home) == (["00_a.ipynb", "01_b.ipynb", "02_c.ipynb"], [])
+    (home / "01_b.ipynb").write_text("my own work")                   # an edit
+    (home / "02_c.ipynb").unlink()
+    trap = tmp_path / "elsewhere"
+    (home / "02_c.ipynb").symlink_to(trap)                             # a dangling link
+    (source / "03_d.ipynb").write_text("a new lesson")                 # added later
+    copied, kept = lessons.hand_out(source, home)
+    assert copied == ["03_d.ipynb"] and kept == ["00_a.ipynb", "01_b.ipynb", "02_c.ipynb"]
+    assert (home / "01_b.ipynb").read_text() == "my own work"
+    assert not trap.exists()                          # nothing written through the link
+    (home / "00_a.ipynb").unlink()                    # deleted: handed out again
+    assert lessons.hand_out(source, home)[0] == ["00_a.ipynb"]
+
+
+def test_lessons_command_says_what_it_did(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "00_a.ipynb").write_text("x")
+    r = subprocess.run([sys.executable, "-m", "pplab.classroom.lessons", str(tmp_path / "src"),
+                        str(tmp_path / "dest")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "1 copied (00_a.ipynb), 0 kept"
+
+
+# ---- settings -----------------------------------------------------------------------------
+def test_render_sets_values_and_keeps_the_comments():
+    template = (KIT / "classroom.ini").read_text()
+    out = render(template, {"course_id": "pp101", "hub.port": "8080", "limits.nodes": "4"})
+    assert "course_id = pp101\n" in out and "port = 8080\n" in out and "nodes = 4\n" in out
+    assert "formgrader_port = 9999\n" in out                  # [hub] port only, not this one
+    comments = [ln for ln in template.splitlines() if ln.startswith("#")]
+    assert comments == [ln for ln in out.splitlines() if ln.startswith("#")]
+    with pytest.raises(KeyError, match="the settings file has no colour"):
+        render(template, {"colour": "red"})
+
+
+def write_settings(tmp_path: Path, **values) -> Path:
+    path = tmp_path / "classroom.ini"
+    defaults = setup.here_defaults() | {"home": str(tmp_path / "hub")}
+    path.write_text(render((KIT / "classroom.ini").read_text(), defaults | values))
+    return path
+
+
+def test_a_spawner_that_is_not_local_or_slurm_is_refused(tmp_path):
+    with pytest.raises(ValueError, match=r"\[hub\] spawner must be local or slurm, got 'k8s'"):
+        Settings.read(write_settings(tmp_path, spawner="k8s"))
+
+
+def hub_config(path: Path, monkeypatch):
+    """The kit's jupyterhub_config.py run as JupyterHub runs it, for these settings."""
+    from traitlets.config import Config
+    monkeypatch.setenv("PPLAB_CLASSROOM", str(path))
+    c = Config()
+    kit = KIT / "jupyterhub_config.py"
+    exec(compile(kit.read_text(), str(kit), "exec"), {"get_config": lambda: c})
+    return c
+
+
+def test_the_hub_config_for_one_shared_server(tmp_path, monkeypatch):
+    c = hub_config(write_settings(tmp_path, course_id="pp101"), monkeypatch)
+    venv = sys.prefix
+    assert c.JupyterHub.spawner_class == "localprocess"
+    assert c.JupyterHub.authenticator_class == "pam"
+    assert c.Spawner.cmd == [f"{venv}/bin/jupyterhub-singleuser"]
+    assert c.Spawner.args[0] == SERVER_FLAG                        # NoDelayConnection
+    assert c.Spawner.default_url == "/lab/tree/pplab/00_setup_and_first_run.ipynb"
+    assert c.Spawner.pre_spawn_hook.__name__ == "before_spawn"
+    services = {s["name"]: s for s in c.JupyterHub.services}
+    assert services["pp101"]["user"] == "grader-pplab"             # nbgrader's service
+    assert services["idle-culler"]["command"][-1] == "--timeout=3600"
+    roles = {r["name"]: r for r in c.JupyterHub.load_roles}
+    assert roles["formgrade-pp101"]["scopes"][0] == "access:services!service=pp101"
+    assert roles["formgrade-pp101"]["groups"] == ["formgrade-pp101"]
+    assert "delete:servers" in roles["idle-culler"]["scopes"]
+
+
+def test_the_hub_config_for_slurm(tmp_path, monkeypatch):
+    c = hub_config(write_settings(tmp_path, spawner="slurm", partition="lab", cpus="4",
+                                  hub_ip="10.0.0.5"), monkeypatch)
+    venv = sys.prefix
+    assert c.JupyterHub.spawner_class == "batchspawner.SlurmSpawner"
+    assert c.SlurmSpawner.batchspawner_singleuser_cmd == f"{venv}/bin/batchspawner-singleuser"
+    assert c.SlurmSpawner.req_prologue == f"export PATH={venv}/bin:$PATH"
+    assert (c.SlurmSpawner.req_partition, c.SlurmSpawner.req_nprocs) == ("lab", "4")
+    assert c.JupyterHub.hub_connect_ip == "10.0.0.5"
+
+
+def test_each_role_switches_off_real_nbgrader_extensions():
+    """The ids the kit disables are those nbgrader's lab extension and server declare (a
+    misspelt one would silently leave the instructor tools on)."""
+    import importlib
+    static = Path(sys.prefix) / "share/jupyter/labextensions/@jupyter/nbgrader/static"
+    js = "".join(p.read_text(errors="replace") for p in static.glob("*.js"))
+    seen = {}
+    for role in ("student", "instructor", "grader"):
+        page = json.loads((KIT / "jupyter" / role / "labconfig" / "page_config.json").read_text())
+        server = json.loads((KIT / "jupyter" / role / "jupyter_server_config.json").read_text())
+        for plugin in page["disabledExtensions"]:
+            assert plugin.split(":")[1] in js, plugin
+        for module in server["ServerApp"]["jpserver_extensions"]:
+            importlib.import_module(module)
+        seen[role] = set(page["disabledExtensions"])
+    assert "@jupyter/nbgrader:formgrader" in seen["student"] & seen["instructor"]
+    assert "@jupyter/nbgrader:assignment-list" not in seen["student"]
+
+
+# ---- pplab classroom ----------------------------------------------------------------------
+def test_init_as_an_ordinary_user_says_to_run_it_as_root(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 1000)
+    assert main(["classroom", "init", "--settings", str(tmp_path / "c.ini")]) == 1
+    assert capsys.readouterr().out.strip() == (
+        "pplab classroom init: pplab classroom init makes Unix groups, the grader account and "
+        "the exchange: run it as root")
+    assert not (tmp_path / "c.ini").exists()
+
+
+def test_up_before_init_names_the_missing_step(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 0)
+    path = write_settings(tmp_path)
+    assert main(["classroom", "up", "--settings", str(path)]) == 1
+    assert capsys.readouterr().out.strip() == (
+        f"pplab classroom up: no {tmp_path / 'hub' / 'jupyterhub_config.py'}: run pplab "
+        "classroom init first")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--set", "novalue"], "--set takes KEY=VALUE, got 'novalue'"),
+    (["--set", "=x"], "--set takes KEY=VALUE, got '=x'")])
+def test_bad_set_is_one_line(args, words, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 0)
+    assert main(["classroom", "init", "--settings", str(tmp_path / "c.ini"), *args]) == 2
+    assert capsys.readouterr().err.strip() == f"pplab: error: {words}"
+
+
+# ---- nbgrader in the repository's course layout -------------------------------------------
+@pytest.mark.slow
+def test_release_and_collect_in_the_repository_layout_use_the_class(tmp_path):
+    """nbgrader_config.py at the repository root: the class's course id and exchange, so
+    `nbgrader release_assignment` and `nbgrader collect` work as docs/teaching.md says
+    (run in a copy of the layout: nothing is written into the checkout)."""
+    course, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "x"
+    course.mkdir()
+    student.mkdir()
+    exchange.mkdir(mode=0o777)
+    os.chmod(exchange, 0o777)
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "exercises" / ONE, course / "exercises" / ONE)
+    settings = write_settings(tmp_path, course_id="pp101", exchange=str(exchange))
+    env = dict(os.environ, PPLAB_CLASSROOM=str(settings),
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+
+    def nbgrader(cmd: str, cwd: Path, **more) -> str:
+        r = subprocess.run(cmd.split(), cwd=cwd, env=env | more, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout + r.stderr
+
+    assert "Released as: pp101 01_bubble_and_1f1b" in nbgrader(RELEASE_CMD, course)
+    assert (exchange / "pp101" / "outbound" / ONE / f"{ONE}.ipynb").is_file()
+    # a student (here: this account) fetches and submits with the kit's configuration for
+    # students' JupyterLab, which names the same course and exchange
+    students = {"JUPYTER_CONFIG_PATH": str(KIT / "jupyter")}
+    nbgrader(f"nbgrader fetch_assignment {ONE}", student, **students)
+    nbgrader(f"nbgrader submit {ONE}", student, **students)
+    said = nbgrader(f"nbgrader collect {ONE}", course)
+    assert "Collecting submission" in said
+    assert list((course / "submitted").glob(f"*/{ONE}/{ONE}.ipynb"))

@@ -1,0 +1,292 @@
+"""A real class for tests: Unix accounts made here and removed after, the kit set up by
+``pplab classroom init`` in a folder of the test's own, and its JupyterHub started with
+``pplab classroom up`` (the commands docs/classroom.md gives).
+
+Accounts carry a tag in their comment field; ones left by a killed run are found by it and
+removed before new ones are made. ``Accounts.close`` ends every process of the accounts (by
+their uid: only the hub of this test started any) and deletes them with their homes.
+"""
+from __future__ import annotations
+
+import grp
+import json
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+TAG = "pplab classroom test"
+ROOT = Path(__file__).resolve().parents[2]
+PPLAB = [sys.executable, "-m", "pplab.cli"]
+PASSWORD = "pplab-{name}-secret"
+#: the commands docs/classroom.md gives, as the tests run them (plus --settings/--set)
+INIT_CMD, UP_CMD = "pplab classroom init", "pplab classroom up"
+USERADD = "useradd --create-home -K HOME_MODE=0700 --groups {group} {name}"
+GROUPS = ("pplt-students", "pplt-instructors")
+
+
+def skip_reason() -> str | None:
+    """Why a class cannot be set up here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (Unix accounts, the hub's PAM login and setuid spawner)"
+    for tool in ("useradd", "userdel", "chpasswd", "groupadd", "runuser"):
+        if shutil.which(tool) is None:
+            return f"needs {tool} (passwd, util-linux)"
+    if not Path("/etc/pam.d/login").exists():
+        return "needs PAM's login service (/etc/pam.d/login: apt-get install login)"
+    if shutil.which("configurable-http-proxy") is None:
+        return ("needs JupyterHub's proxy: npm install -g configurable-http-proxy (.ci/run "
+                "does it as root)")
+    try:
+        import batchspawner  # noqa: F401
+        import jupyterhub  # noqa: F401
+        import jupyterhub_idle_culler  # noqa: F401
+        import pamela  # noqa: F401
+    except ImportError as e:
+        return f"needs the classroom extra (pip install -e '.[classroom]'): {e}"
+    return None
+
+
+def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True, **kw)
+
+
+def pids_of(uid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    out.append(int(entry))
+            except FileNotFoundError:
+                pass
+    return out
+
+
+def _kill_uid(uid: int, timeout: float = 10) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids_of(uid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout
+        while pids_of(uid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def tagged_accounts() -> list[str]:
+    return [p.pw_name for p in pwd.getpwall() if p.pw_gecos == TAG]
+
+
+def remove_account(name: str) -> None:
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return
+    _kill_uid(uid)
+    subprocess.run(["userdel", "--remove", name], capture_output=True, timeout=60)
+
+
+class Accounts:
+    """``Accounts(students=[...], instructors=[...], grader=...)``: made now, removed by
+    ``close``; ``password(name)`` is each one's (set with chpasswd)."""
+
+    def __init__(self, students: list[str], instructors: list[str], grader: str):
+        for name in [*tagged_accounts(), grader]:      # left by a run that was killed
+            remove_account(name)
+        for g in GROUPS:
+            subprocess.run(["groupdel", g], capture_output=True, timeout=60)
+        self.names = [*students, *instructors]
+        self.grader = grader
+        self.made: list[str] = []
+        try:
+            for g in GROUPS:
+                _run(["groupadd", g])
+            for name in self.names:
+                group = GROUPS[1] if name in instructors else GROUPS[0]
+                _run([*USERADD.format(group=group, name=name).split(), "--comment", TAG])
+                self.made.append(name)
+            _run(["chpasswd"], input="".join(f"{n}:{self.password(n)}\n" for n in self.names))
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def password(name: str) -> str:
+        return PASSWORD.format(name=name)
+
+    def home(self, name: str) -> Path:
+        return Path(pwd.getpwnam(name).pw_dir)
+
+    def close(self) -> None:
+        for name in [*self.made, self.grader]:
+            remove_account(name)
+        for g in GROUPS:
+            subprocess.run(["groupdel", g], capture_output=True, timeout=60)
+
+    def left(self) -> list[str]:
+        """Accounts, groups, homes or processes of this class still on the machine."""
+        out = [n for n in [*self.names, self.grader] if _exists(pwd.getpwnam, n)]
+        out += [g for g in GROUPS if _exists(grp.getgrnam, g)]
+        out += [f"/home/{n}" for n in [*self.names, self.grader] if Path(f"/home/{n}").exists()]
+        return out
+
+
+def pwd_uid(name: str) -> int | None:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
+
+
+def _exists(lookup, name: str) -> bool:
+    try:
+        lookup(name)
+        return True
+    except KeyError:
+        return False
+
+
+def open_path_for_others(path: Path) -> list[tuple[Path, int]]:
+    """Let other accounts pass through every folder above ``path`` (o+x, not o+r: nothing
+    is listed); returns (folder, old mode) pairs for ``restore_modes``. A clean clone under
+    /root needs it for the students' JupyterLab to run from its environment."""
+    changed = []
+    for folder in [*reversed(path.resolve().parents), path.resolve()]:
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        if not mode & stat.S_IXOTH:
+            os.chmod(folder, mode | stat.S_IXOTH)
+            changed.append((folder, mode))
+    return changed
+
+
+def restore_modes(changed: list[tuple[Path, int]]) -> None:
+    for folder, mode in reversed(changed):
+        os.chmod(folder, mode)
+
+
+class Hub:
+    """The class set up in ``folder`` with ``pplab classroom init --settings ... --set ...``
+    and served by ``pplab classroom up`` (in ``netns`` when given: ``ip netns exec``)."""
+
+    def __init__(self, folder: Path, values: dict[str, str], netns: str | None = None,
+                 env: dict | None = None, port: int = 0):
+        self.folder, self.netns = folder, netns
+        self.settings = folder / "classroom.ini"
+        self.env = dict(env or os.environ, PPLAB_CLASSROOM=str(self.settings))
+        self.env.pop("MPLBACKEND", None)
+        self.port = int(values.get("hub.port") or values.get("port") or 8000)
+        args = [f"--set={k}={v}" for k, v in values.items()]
+        t0 = time.monotonic()
+        self.init = subprocess.run([*PPLAB, *INIT_CMD.split()[1:], "--settings",
+                                    str(self.settings), *args], capture_output=True,
+                                   text=True, timeout=600, env=self.env)
+        self.init_seconds = time.monotonic() - t0
+        if self.init.returncode:
+            raise RuntimeError(f"pplab classroom init failed:\n{self.init.stdout}"
+                               f"{self.init.stderr}")
+        self.log = folder / "hub.log"
+        self.proc = None
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}"
+
+    def start(self, host: str = "127.0.0.1", timeout: float = 120) -> float:
+        cmd = [*PPLAB, *UP_CMD.split()[1:], "--settings", str(self.settings)]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]
+        t0 = time.monotonic()
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                         env=self.env, start_new_session=True)
+        self.wait_api(host, timeout)
+        return time.monotonic() - t0
+
+    def wait_api(self, host: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the hub stopped:\n{self.log_tail()}")
+            if self.netns:
+                probe = f"import urllib.request as u; u.urlopen('{self.url(host)}/hub/api')"
+                ok = subprocess.run(["ip", "netns", "exec", self.netns, sys.executable, "-c",
+                                     probe], capture_output=True, timeout=20).returncode == 0
+            else:
+                try:
+                    urllib.request.urlopen(f"{self.url(host)}/hub/api", timeout=2).read()
+                    ok = True
+                except (urllib.error.URLError, OSError):
+                    ok = False
+            if ok:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the hub did not answer in {timeout:g} s:\n"
+                                   f"{self.log_tail()}")
+            time.sleep(0.3)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        """SIGTERM: JupyterHub stops every server and service it started, then the proxy."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+def class_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="pplab-class-"))
+    os.chmod(folder, 0o755)
+    return folder
+
+
+def api(hub_url: str, path: str, token: str, method: str = "GET", body=None):
+    """(status, JSON or text) of a hub API call with ``token``."""
+    req = urllib.request.Request(f"{hub_url}/hub/api{path}", method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read().decode()
+            return r.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+@contextmanager
+def class_set_up(students: list[str], instructors: list[str], grader: str):
+    """The accounts made and the course reachable by them; yields (accounts, folder). After:
+    accounts, homes, folder removed, folder modes restored, and no process of the class left
+    (the caller stops its hub first)."""
+    opened = (open_path_for_others(Path(os.path.realpath(sys.executable)).parent)
+              + open_path_for_others(ROOT))
+    folder, accounts = class_folder(), None
+    try:
+        accounts = Accounts(students, instructors, grader)
+        yield accounts, folder
+    finally:
+        uids = [u for u in map(pwd_uid, [*students, *instructors, grader]) if u is not None]
+        if accounts:
+            accounts.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        restore_modes(opened)
+        assert accounts is None or accounts.left() == [], f"left behind: {accounts.left()}"
+        assert not [p for u in uids for p in pids_of(u)], "a class process outlived the test"
