@@ -18,9 +18,15 @@ def question(qid: str) -> Question:
 
 
 def ask(qid: str, **kw):
-    """A prediction or quiz widget for one question (see ``widgets.question_widget``)."""
-    from .widgets import question_widget
-    return question_widget(question(qid), **kw)
+    """A prediction or quiz widget for one question (see ``widgets.question_widget``); an id
+    the bank does not know (an old copy of a lesson) is one line saying so, not a traceback."""
+    from .widgets import notice_widget, question_widget
+    try:
+        q = question(qid)
+    except ValueError as e:
+        return notice_widget(f"{e}: this copy of the lesson is older than the course; "
+                             f"the current lesson asks its questions anew.")
+    return question_widget(q, **kw)
 
 
 def progress_view(**kw):

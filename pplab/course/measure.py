@@ -3,7 +3,7 @@ and schedules (pure Python, so answers can be computed in the browser too)."""
 from __future__ import annotations
 
 from ..registry import make_schedule
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 
 
 def timeline(name: str, P: int, M: int, V: int | None = None, **costs):
@@ -20,7 +20,7 @@ def bubble_pct(name: str, P: int, M: int, V: int | None = None, ideal: bool = Fa
 def idle_per_rank(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=None) -> float:
     """Absolute idle time per rank, DeepSeek-V3's way: makespan − the idlest rank's busy time
     (M·(tf + tb) unless overlapped pairs cost less than tf + tb)."""
-    from ..overlap import worst_idle
+    from ..sim.overlap import worst_idle
     kw = dict(tf=tf, tb=tb, tw=tw)
     if tfb is not None:
         kw["tfb"] = tfb

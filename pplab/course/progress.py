@@ -2,7 +2,8 @@
 
 The file is ``notebooks/.pplab-progress.json`` (next to the lessons) unless the environment
 variable ``PPLAB_PROGRESS`` names another. A prediction counts once it is committed; a quiz
-counts once it is answered right. A file that cannot be written never stops a lesson.
+counts once it is answered right. A file that cannot be written never stops a lesson. Entries
+recorded under a question's old id (``bank.renamed()``) count for its new id.
 """
 from __future__ import annotations
 
@@ -35,6 +36,19 @@ class Progress:
             self.answers = dict(data.get("answers", {}))
         except (OSError, ValueError, AttributeError):
             self.answers = {}
+        self._carry_renamed()
+
+    def _carry_renamed(self) -> None:
+        """Move entries kept under an old id to the new id, merging with any entry there
+        (tries add up; right once is right)."""
+        from .bank import renamed
+        for old, new in renamed().items():
+            entry = self.answers.pop(old, None)
+            if not isinstance(entry, dict):
+                continue
+            merged = self.answers.setdefault(new, dict(entry, tries=0, correct=False))
+            merged["tries"] = merged.get("tries", 0) + entry.get("tries", 0)
+            merged["correct"] = bool(merged.get("correct")) or bool(entry.get("correct"))
 
     def record(self, q, ok: bool) -> str | None:
         """Note one check of question ``q``; returns a warning instead of raising."""

@@ -8,6 +8,10 @@ keeps giving feedback until the answer is right.
 """
 from __future__ import annotations
 
+import getpass
+import hashlib
+import os
+import random
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -62,6 +66,28 @@ class Question:
         if self.kind == "choice":
             return next(o.text for o in self.options if o.correct)
         return self.answer() if callable(self.answer) else self.answer
+
+
+def student_identity() -> str:
+    """Who is answering: JupyterHub's user name, else the login name (the same on every
+    run, so a student's shuffled options do not move between sessions)."""
+    who = os.environ.get("JUPYTERHUB_USER")
+    if who:
+        return who
+    try:
+        return getpass.getuser()
+    except Exception:                # no user database (some containers, the browser)
+        return "student"
+
+
+def shown_options(q: Question, who: str | None = None) -> list[Option]:
+    """``q``'s options in the order this student sees them: shuffled by a hash of the
+    student and the question, so the position of the right answer tells nothing, yet
+    stays put when the student reopens the lesson."""
+    key = f"{student_identity() if who is None else who}\0{q.id}".encode()
+    options = list(q.options)
+    random.Random(hashlib.sha256(key).digest()).shuffle(options)
+    return options
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 
 from .progress import Progress
-from .questions import Question, grade
+from .questions import Question, grade, shown_options
 
 #: every question widget built in this kernel, newest last (headless tests click them)
 BUILT: list = []
@@ -20,7 +20,7 @@ _PLACEHOLDER = {"number": "a number, e.g. 0.25, 25% or 1/4",
 def _input(q: Question):
     import ipywidgets as w
     if q.kind == "choice":
-        return w.RadioButtons(options=[o.text for o in q.options], value=None,
+        return w.RadioButtons(options=[o.text for o in shown_options(q)], value=None,
                               layout=w.Layout(width="auto"))
     if q.kind == "order":
         rows = max(2, len(q.value()) + 1) if not callable(q.answer) else 4
@@ -62,6 +62,14 @@ def question_widget(q: Question, progress: Progress | None = None):
     button.on_click(check)
     box.question, box.check = q, check
     BUILT.append(box)
+    return box
+
+
+def notice_widget(text: str):
+    """One line in place of a question that cannot be shown."""
+    import ipywidgets as w
+    box = w.HTML(f"<i>{html.escape(text)}</i>")
+    box.add_class("pplab-notice")
     return box
 
 

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 from ..ir import Schedule
 from ..registry import make_schedule
-from ..simulate import simulate
+from ..sim import simulate
 from ..timeline import peak_inflight
 from . import guard
 from .guard import SIMULATORS, derive_without

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ..ir import Action, Schedule
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from .bubble import _call, _fail
 from .guard import SIMULATORS, derive_without

@@ -41,7 +41,13 @@ def _from_registry() -> tuple[str, ...]:
 
 
 #: every executor that times a schedule: a task that cuts the simulator cuts them all
-SIMULATORS = ("simulate.*", "simulate_fast.*", "contention.*", "streams.*")
+SIMULATORS = ("sim.entry.*", "sim.reference.*", "sim.fast.*", "sim.plan.*", "sim.costs.*",
+              "sim.dependencies.*", "sim.contention.*", "sim.streams.*", "sim.stream_run.*",
+              "sim.stream_replay.*")
+
+#: the message plans a counting task asks for (the lowering's public functions)
+MESSAGE_PLANS = ("lower.lower", "lower.messages", "lower.p2p_messages", "lower.in_order_plan",
+                 "lower.up_front_plan", "lower.check_in_order")
 
 
 def always() -> tuple[str, ...]:

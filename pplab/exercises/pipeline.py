@@ -219,7 +219,7 @@ POSTING_CASES = [("1f1b", 2, 4, None), ("gpipe", 3, 6, None), ("1f1b", 4, 8, Non
 
 _POSTING_HINT = ("Hint: give every message one key that all ranks agree on — the end time of "
                  "the op that makes it, with every op lasting 1 "
-                 "(pplab.simulate.execute(sched, lambda op: 1.0)), ties broken by the Message "
+                 "(pplab.sim.execute(sched, lambda op: 1.0)), ties broken by the Message "
                  "itself — and before each op k, post (in key order) every message of the rank "
                  "whose key is ≤ the start of op k.")
 
@@ -241,17 +241,17 @@ def _as_message(m, label: str) -> Message:
         return Message(*(getattr(m, f) for f in ("kind", "stage", "microbatch", "src", "dst")))
     except AttributeError:
         _fail(f"{label}: {m!r} is not a Message; use the Messages from "
-              "pplab.comm_order.messages(sched)")
+              "pplab.lower.messages(sched)")
 
 
-@derive_without("comm_order.in_order_plan")
+@derive_without("lower.in_order_plan")
 def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence],
                         cases=POSTING_CASES) -> bool:
     """``posting_plan(sched)``: for every rank r, a list of ``len(sched.ranks[r]) + 1`` lists of
     Messages — what r posts before each op, and after its last. Accepted when each message is
     posted once by its sender and once by its receiver and the plan completes on the strictest
-    in-order transport (:func:`pplab.comm_order.check_in_order`)."""
-    from ..simulate import DeadlockError
+    in-order transport (:func:`pplab.lower.check_in_order`)."""
+    from ..sim import DeadlockError
     for name, P, M, V in cases:
         sched = make_schedule(name, P, M, V)
         label = f"posting_plan({name} P={P} M={M}" + (f" V={V})" if V else ")")

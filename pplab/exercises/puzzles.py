@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..ir import Schedule
 from ..registry import SPECS, make_schedule
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from ..validate import ScheduleError, validate
 from .bubble import _fail

@@ -7,10 +7,10 @@ from typing import Callable, Sequence
 
 from ..partition import stage_layers
 from ..registry import make_schedule
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from .bubble import _call, _fail, student_schedule
-from .guard import derive_without
+from .guard import MESSAGE_PLANS, derive_without
 
 #: (L, P, V) cases for layer placement: remainders, V=1, P=1, the notebook's own example
 PLACEMENT_CASES = [(32, 4, 2), (8, 1, 2), (12, 3, 1), (10, 2, 2), (30, 4, 2), (24, 4, 3),
@@ -119,7 +119,7 @@ def count_p2p(P: int, M: int, V: int) -> int:
     return p2p_messages(make_schedule("interleaved", P, M, V))
 
 
-@derive_without("comm_order.*")
+@derive_without(*MESSAGE_PLANS)
 def check_p2p_messages(p2p_messages: Callable[[int, int, int], int],
                        cases=P2P_CASES) -> bool:
     """``p2p_messages(P, M, V)``: point-to-point messages (activations forward, gradients

@@ -37,10 +37,10 @@ def test_prediction_reveals_the_measurement_with_trap_feedback():
 
 def test_quiz_keeps_the_answer_until_right():
     q = get("03.q-two-denominators")
-    wrong = grade(q, "87.5")
-    assert not wrong.ok and not wrong.reveal and "46.7" not in wrong.feedback
+    wrong = grade(q, "58.3")
+    assert not wrong.ok and not wrong.reveal and "36.8" not in wrong.feedback
     assert "÷ ideal" in wrong.feedback
-    assert grade(q, "7/15").ok
+    assert grade(q, "7/19").ok
 
 
 def test_choice_feedback_for_each_option():
@@ -88,14 +88,14 @@ def test_bad_definitions_and_unknown_ids_are_refused():
 def test_progress_file_records_and_summarises(tmp_path):
     path = tmp_path / ".pplab-progress.json"
     p = Progress(path)
-    pred, quiz = get("02.naive-makespan"), get("02.q-idle-p2")
+    pred, quiz = get("02.naive-makespan"), get("02.q-idle-p5")
     assert p.record(pred, False) is None and p.record(quiz, False) is None
     again = Progress(path)
     assert again.done(pred) and not again.done(quiz)       # a committed guess counts, a wrong quiz not
     again.record(quiz, True)
     rows = dict((r[0], r[1:]) for r in Progress(path).rows(of_lesson("02")))
     assert rows["02"] == (1, 3, 1, 2)
-    assert json.loads(path.read_text())["answers"]["02.q-idle-p2"]["tries"] == 2
+    assert json.loads(path.read_text())["answers"]["02.q-idle-p5"]["tries"] == 2
     assert "predictions" in again.text(all_questions())
 
 
@@ -117,16 +117,16 @@ def test_default_path_is_next_to_the_lessons(tmp_path, monkeypatch):
 def test_widget_dom_contract_and_initial_state(tmp_path, monkeypatch):
     monkeypatch.setenv("PPLAB_PROGRESS", str(tmp_path / "p.json"))
     from pplab.course import ask
-    box = ask("03.smallest-m")
+    box = ask("03.gpipe-bubble")
     prompt, answer, button, feedback = box.children
     assert "pplab-question" in box._dom_classes and "pplab-answer" in answer._dom_classes
     assert "pplab-check" in button._dom_classes and "pplab-feedback" in feedback._dom_classes
-    assert feedback.value == "" and "29" not in prompt.value       # nothing revealed yet
-    answer.value = "32"
+    assert feedback.value == "" and "33.3" not in prompt.value     # nothing revealed yet
+    answer.value = "50"
     button.click()
-    assert "not the smallest" in feedback.value and "29" in feedback.value
+    assert "a different denominator" in feedback.value and "33.3%" in feedback.value
     assert answer.disabled and button.disabled                     # a committed guess stays
-    assert json.loads((tmp_path / "p.json").read_text())["answers"]["03.smallest-m"]["tries"] == 1
+    assert json.loads((tmp_path / "p.json").read_text())["answers"]["03.gpipe-bubble"]["tries"] == 1
 
 
 def test_quiz_widget_accepts_retries_and_progress_view(tmp_path, monkeypatch):
@@ -134,14 +134,14 @@ def test_quiz_widget_accepts_retries_and_progress_view(tmp_path, monkeypatch):
     from pplab.course import ask, progress_view
     box = ask("03.q-which-m")
     _, answer, button, feedback = box.children
-    answer.value = "M = 12"
+    answer.value = next(o for o in answer.options if o.startswith("M = 12"))
     button.click()
     assert "÷ ideal" in feedback.value and not button.disabled
-    answer.value = answer.options[2]
+    answer.value = next(o for o in answer.options if o.startswith("M = 9 or 12"))
     button.click()
     assert feedback.value.startswith('<div style="color:#1a7f37">Right')
     view = progress_view()
-    assert "pplab-progress" in view._dom_classes and "<td>03</td><td>0/4</td><td>1/3</td>" \
+    assert "pplab-progress" in view._dom_classes and "<td>03</td><td>0/3</td><td>1/4</td>" \
         in view.children[0].value
 
 

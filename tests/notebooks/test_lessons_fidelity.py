@@ -24,7 +24,8 @@ def _outputs(lesson):
 def test_gpipe_lesson_names_its_sources():
     text = _text("03")
     assert "AmoebaNet-B(18, 512)" in text and "AmoebaNet-D image classifier" not in text
-    assert "about a quarter" not in text and "Korthikanti et al. (2022, Table 4)" in text
+    assert "about a quarter" not in text and "Korthikanti et al. (2022, *Reducing Activation " \
+        "Recomputation in Large Transformer Models*, Table 4)" in text
     assert "(P − 1) slots of `tb` at the end" not in text
     out = _outputs("03")
     assert "6.56x" in out and "AmoebaNet   measured 3.48x = 53% of that" in out

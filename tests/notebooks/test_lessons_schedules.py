@@ -9,7 +9,7 @@ import pytest
 
 from pplab.canvases import interleaved as IL
 from pplab.canvases import zero_bubble as ZB
-from pplab.comm_order import p2p_messages
+from pplab.lower import p2p_messages
 from pplab.registry import make_schedule
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +42,8 @@ def test_interleaved_each_slider_full_range_with_figure(base):
     keys = ("schedule", "P", "M", "V", "comm")
     ranges = {"schedule": IL.INTERLEAVED_SCHEDULES, "P": range(1, 9), "M": range(1, 33),
               "V": range(1, 5), "comm": _floats(*IL.COMM_RANGE)}
+    lo, hi, step = IL.m_positions(base[1])              # the M slider's positions at this P
+    ranges["M"] = range(lo, hi + 1, step)
     for k in keys:
         for v in ranges[k]:
             kw = dict(zip(keys, base))
@@ -91,7 +93,7 @@ def test_dualpipe_idle_is_parametric_in_tfb_and_never_negative():
     """Issue 20: (P/2−1)(F&B + B − 3W) holds for every F&B the pair model means, as the
     idlest rank's idle; makespan − M·(tf+tb) went negative (P=8, M=20, tfb=2.5 gave −1)."""
     from pplab import make_schedule, simulate
-    from pplab.overlap import ChunkCosts, worst_idle
+    from pplab.sim.overlap import ChunkCosts, worst_idle
     for P, M in ((4, 8), (8, 20), (8, 32)):
         for tfb in (2.0, 2.25, 2.5, 2.75, 3.0):
             tl = simulate(make_schedule("dualpipe", P, M), tf=1, tb=2, tw=1, tfb=tfb)

@@ -25,10 +25,14 @@ QUESTIONS = (
         "Llama 3 70B, s = 4096: TP = 16 spans two nodes, so its all-reduces run over "
         "InfiniBand. Per layer and microbatch, how do the four all-reduces compare with the "
         "layer's compute?",
-        options=(Option("A few percent of it", "That is TP = 8 over NVLink."),
-                 Option("About the same", "InfiniBand is ~9× slower than NVLink per GPU."),
-                 Option("Nearly three times the compute", "And the next operation waits for "
-                        "each sum.", True)),
+        options=(Option("A few percent: each moves one activation, far less than the weights",
+                        "True inside a node (TP = 8 over NVLink: 14%); over InfiniBand the same "
+                        "bytes take ~9× longer while the compute per GPU halves."),
+                 Option("About the same: the link is ~9× slower but moves 1/16 of the data",
+                        "Each GPU still sends almost two activations per all-reduce, whatever "
+                        "TP is: the bytes do not shrink with TP."),
+                 Option("Nearly three times the compute: the slow link dominates the layer",
+                        "And the next operation waits for each sum.", True)),
         explain="The cell below prints 4 all-reduces against compute for TP = 2 … 16."),
     Question(
         "01.dp-copies", "predict", "number",
@@ -47,16 +51,21 @@ QUESTIONS = (
     Question(
         "01.q-dp-memory", "quiz", "choice",
         "Why does adding data-parallel replicas not lower the memory per GPU?",
-        options=(Option("Each replica holds full parameters, gradients and optimizer states",
-                        "Only ZeRO/FSDP shard them across replicas.", True),
-                 Option("Because the activations grow with DP", "Activations per GPU depend on "
-                        "the microbatch, not on DP."),
-                 Option("It does lower it", "Look at the TP = 8, DP = 8, ZeRO-0 row."))),
+        options=(Option("The activations grow with DP, eating what the replicas save",
+                        "Activations per GPU depend on the microbatch, not on DP."),
+                 Option("Every replica holds all parameters, gradients and optimizer states",
+                        "Only ZeRO/FSDP shard them across the replicas.", True),
+                 Option("The gradient all-reduce needs a second copy of every gradient",
+                        "A ring all-reduce works in place on buckets; it does not double the "
+                        "gradients."))),
     Question(
         "01.q-tp64", "quiz", "choice",
         "Why not TP = 64 across 8 nodes?",
-        options=(Option("TP's all-reduces are on the critical path and would run at ~50 "
-                        "instead of ~450 GB/s", "Communication would dominate compute.", True),
-                 Option("TP must be a power of two", "64 is one."),
-                 Option("TP cannot exceed the layer count", "That is PP's rule."))),
+        options=(Option("TP must be a power of two, and the heads would not divide evenly",
+                        "64 is a power of two, and 64 query heads divide by 64."),
+                 Option("TP cannot exceed the number of layers a model has",
+                        "That is pipeline parallelism's rule; TP splits each layer's matrices."),
+                 Option("Its all-reduces sit on the critical path and would run over InfiniBand",
+                        "About 50 instead of 450 GB/s per GPU: communication would dominate.",
+                        True))),
 )

@@ -17,9 +17,11 @@ QUESTIONS = (
         "Naive pipeline with P = 8 ranks and one batch. What share of all rank-time is idle "
         "(in %)?",
         answer=lambda: bubble_pct("naive", 8, 1), unit="%", tol=0.01,
-        traps=((7 / 15 * 100, "7/15 is a lecture's (P−1)/(2P−1): it counts P + P − 1 slots "
-                              "but one rank is busy in only 2 of the 2P slots of a step."),),
-        explain="Each rank works tf + tb out of P·(tf + tb): the idle share is (P−1)/P = 7/8."),
+        traps=((7 / 15 * 100, "7/15 is the CS336 lecture's (P−1)/(2P−1): it counts P + P − 1 "
+                              "slots, but one rank is busy in only 2 of the 2P slots of a "
+                              "step."),),
+        explain="The step takes P·(tf + tb) and each rank works tf + tb of it: the idle share "
+                "is (P−1)/P = 7/8."),
     Question(
         "02.ratio-to-ideal", "predict", "number",
         "Same naive pipeline, P = 4. How many times the ideal step time (all ranks busy all "
@@ -31,18 +33,23 @@ QUESTIONS = (
         "02.q-more-ranks", "quiz", "choice",
         "You double the ranks of a naive pipeline from 4 to 8 (same model, same batch). "
         "What happens to the step time?",
-        options=(Option("It halves: twice the devices.", "Only one rank works at a time; the "
-                        "work is still done one stage after another."),
-                 Option("It stays the same: the same work runs one rank at a time.",
-                        "Each rank does half as much, and they take turns.", True),
-                 Option("It doubles: twice the hops.", "Without communication costs the "
-                        "hops are free; the total work is the same.")),
+        options=(Option("It halves: twice the devices share the same work",
+                        "Only one rank works at a time; the work is still done one stage "
+                        "after another."),
+                 Option("It doubles: the batch now crosses twice the hops",
+                        "Without communication costs the hops are free; the total work is the "
+                        "same."),
+                 Option("It stays: the same work still runs one rank at a time",
+                        "Each rank does half as much, and they take turns.", True)),
         explain="Naive model parallelism buys memory (each rank holds 1/P of the layers), not "
                 "speed."),
     Question(
-        "02.q-idle-p2", "quiz", "number",
-        "Naive pipeline, P = 2: the idle share of rank-time, in %?",
-        answer=50.0, unit="%", tol=0.01,
-        traps=((100 / 3, "That is (P−1)/(2P−1), the lecture's slip: use (P−1)/P."),),
+        "02.q-idle-p5", "quiz", "number",
+        "Naive pipeline, P = 5: the idle share of rank-time, in %?",
+        answer=80.0, unit="%", tol=0.01,
+        traps=((100 * 4 / 9, "That is (P−1)/(2P−1), the lecture's slip: use (P−1)/P."),),
         hint="Each rank is busy tf + tb out of P·(tf + tb)."),
 )
+
+#: a question's old id -> its id now (a progress file that recorded the old one keeps it)
+RENAMED = {"02.q-idle-p2": "02.q-idle-p5"}

@@ -1,5 +1,5 @@
 """Lesson 05: interleaved pipelines."""
-from ...comm_order import p2p_messages
+from ...lower import p2p_messages
 from ...registry import make_schedule
 from ..measure import bubble_pct
 from ..questions import Option, Question
@@ -12,7 +12,8 @@ QUESTIONS = (
         traps=((25.0, "25% is plain 1F1B's (P−1)/M: the chunks make the fill V times "
                       "shorter."),
                (100 * 3 / 27, "That is ÷ total, (P−1)/(V·M+P−1); the question asks ÷ ideal.")),
-        explain="Each hop of the fill costs tf/V instead of tf: (P−1)/(V·M) = 3/24."),
+        explain="Each hop of the fill costs tf/V instead of tf, so the fill and drain shrink "
+                "to (P−1)(tf+tb)/V while the work stays: (P−1)/(V·M) = 3/24."),
     Question(
         "05.messages", "predict", "number",
         "How many point-to-point messages does one step of interleaved 1F1B send at P = 4, "
@@ -27,24 +28,33 @@ QUESTIONS = (
         "05.best-v", "predict", "choice",
         "P = 4, M = 8, and every hop costs 0.25 (a forward chunk of one rank's full share costs "
         "1). Which V gives the shortest step?",
-        options=(Option("V = 1", "The bubble saving still beats the hop cost at V = 2."),
-                 Option("V = 2", "The next chunks add more hops than bubble they remove.", True),
-                 Option("V = 6, the most chunks", "True only with free communication.")),
+        options=(Option("V = 1: at this hop cost no interleaving pays off",
+                        "The bubble saving still beats the hop cost at V = 2."),
+                 Option("V = 2: beyond it the hops cost more than they save",
+                        "The next chunks add more hops than bubble they remove.", True),
+                 Option("V = 6: the most chunks give the smallest bubble",
+                        "True only with free communication.")),
         explain="The makespan-against-V table below shows the turn."),
     Question(
-        "05.q-p8", "quiz", "number",
-        "P = 6, M = 12, interleaved with V = 2: bubble ÷ ideal, in %?",
-        answer=100 * 5 / 24, unit="%",
-        traps=((100 * 5 / 12, "That is 1F1B's (P−1)/M; divide by V too."),
-               (100 * 5 / 29, "That is ÷ total; the question asks ÷ ideal.")),
+        "05.q-v3", "quiz", "number",
+        "P = 6, M = 18, interleaved with V = 3: bubble ÷ ideal, in %?",
+        answer=100 * 5 / 54, unit="%",
+        traps=((100 * 5 / 18, "That is 1F1B's (P−1)/M; divide by V too."),
+               (100 * 5 / 59, "That is ÷ total; the question asks ÷ ideal.")),
         hint="(P−1)/(V·M)."),
     Question(
         "05.q-memory", "quiz", "choice",
         "Compared with 1F1B, how much more activation memory does interleaving (V chunks) need "
         "on each rank, in stage-equivalents?",
-        options=(Option("At least (P−1)/V more, on every rank", "Measured in section 4: each "
-                        "rank's warm-up runs further ahead in 1/V-size chunks.", True),
-                 Option("(P−1)/V more on rank 0; the others hold less", "An earlier version of "
-                        "this lesson said so; the measurement shows every rank holds more."),
-                 Option("V times more", "Each chunk weighs 1/V of a rank's layers."))),
+        options=(Option("At least (P−1)/V more, on every rank",
+                        "Measured in section 4: each rank's warm-up runs further ahead in "
+                        "1/V-size chunks.", True),
+                 Option("(P−1)/V more on rank 0, less on the rest",
+                        "Rank 0 gains (P−1)/V, but the measurement shows every rank holds "
+                        "more, not less."),
+                 Option("V times more: a chunk for each of V loops",
+                        "Each chunk weighs 1/V of a rank's layers."))),
 )
+
+#: a question's old id -> its id now (a progress file that recorded the old one keeps it)
+RENAMED = {"05.q-p8": "05.q-v3"}

@@ -5,33 +5,47 @@ from ..questions import Option, Question
 QUESTIONS = (
     Question(
         "07.zero1-70b", "predict", "number",
-        "70B parameters on 64 data-parallel GPUs with ZeRO-1 (optimizer states sharded). GB "
-        "of model states per GPU?",
+        "70B parameters on 64 data-parallel GPUs with ZeRO-1, which shards only the optimizer "
+        "states over the GPUs. GB of model states per GPU?",
         answer=lambda: sum(model_states_bytes(70e9, 64, 1)) / 1e9, unit="GB",
-        source="the ZeRO paper's formula 4Ψ + 12Ψ/N_d",
+        source="the ZeRO paper's formula",
         traps=((230, "~230 GB is the CS336 lecture's figure; parameters and gradients (4Ψ = "
                      "280 GB) stay whole under ZeRO-1."),
                (17.5, "17.5 GB is ZeRO-3 / FSDP, which shards everything.")),
-        explain="4Ψ stays on every GPU; only the 12Ψ optimizer states are divided by 64."),
+        explain="4Ψ + 12Ψ/N_d: the bf16 weights and gradients stay on every GPU; only the "
+                "12Ψ optimizer states are divided by 64."),
     Question(
         "07.gpipe-vs-1f1b", "predict", "choice",
         "Llama 3 70B, P = 8, M = 32. Going from 1F1B to GPipe, rank 0's activations…",
-        options=(Option("stay the same", "GPipe runs all 32 forwards first."),
-                 Option("double", "1F1B's rank 0 holds P = 8, GPipe's holds M = 32."),
-                 Option("grow 4×", "From P = 8 microbatches to M = 32.", True)),
+        options=(Option("stay the same: both schedules run the same microbatches",
+                        "Same microbatches, not at the same time: GPipe runs all 32 forwards "
+                        "first."),
+                 Option("double: GPipe's long warm-up keeps twice as many alive",
+                        "1F1B's rank 0 holds P = 8, GPipe's all M = 32."),
+                 Option("grow 4×: from P microbatches alive to all M of them",
+                        "From P = 8 microbatches to M = 32.", True),
+                 Option("grow 32×: GPipe keeps all of them, 1F1B only one",
+                        "Only 1F1B's last rank holds one; its rank 0 holds P.")),
         explain="The schedule table below prints rank 0's in-flight count per schedule."),
     Question(
         "07.zbh1-peak-rank", "predict", "choice",
-        "Same layout under ZB-H1. Which rank needs the most memory?",
-        options=(Option("Rank 0, as under 1F1B", "Rank 0 still holds P whole microbatches, "
-                        "but the last rank's 7 pending Ws keep 32 of the 34 bytes per token "
-                        "and hidden unit that selective recomputation leaves, plus the output "
-                        "layer and the fp32 logits."),
-                 Option("The last rank", "It goes from 1 microbatch (1F1B) to 1 whole and 7 "
-                        "with a pending W; under selective recomputation a pending W costs "
-                        "almost a whole microbatch, and it also holds the output layer and the "
-                        "fp32 logits.", True),
-                 Option("All equal", "Parameters and logits differ between ranks.")),
+        "Same layout under ZB-H1, with selective recomputation. Which rank needs the most "
+        "memory?",
+        options=(Option("Rank 0: it holds P whole microbatches and the embedding",
+                        "Rank 0 still holds P whole microbatches, but the last rank's 7 "
+                        "pending Ws keep 32 of the 34 bytes per token and hidden unit that "
+                        "selective recomputation leaves, plus the output layer and the fp32 "
+                        "logits."),
+                 Option("The last rank: its pending Ws weigh almost a microbatch",
+                        "It goes from 1 microbatch (1F1B) to 1 whole and 7 with a pending W; "
+                        "under selective recomputation a pending W costs almost a whole "
+                        "microbatch, and it also holds the output layer and the fp32 logits.",
+                        True),
+                 Option("A middle rank: it pays for both whole and pending ones",
+                        "A middle rank holds fewer whole microbatches than rank 0 and fewer "
+                        "pending ones than the last rank."),
+                 Option("All equal: ZB-H1 keeps P microbatches alive on each rank",
+                        "Alive, not whole: and parameters and logits differ between ranks.")),
         explain="pplab's memory report names the peak rank for each schedule."),
     Question(
         "07.q-zero2", "quiz", "number",
@@ -46,7 +60,8 @@ QUESTIONS = (
         "layers?",
         options=(Option("It keeps P microbatches alive and holds the token embedding",
                         "Both show in the per-rank bars.", True),
-                 Option("It holds the optimizer states of every rank", "Each rank keeps its "
-                        "own."),
-                 Option("It computes the loss", "The last rank does."))),
+                 Option("It keeps the optimizer states of every rank in the pipeline",
+                        "Each rank keeps its own."),
+                 Option("It computes the loss and keeps the logits of every microbatch",
+                        "The last rank does."))),
 )

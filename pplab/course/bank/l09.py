@@ -21,7 +21,7 @@ QUESTIONS = (
         "09.planner-tp", "predict", "choice",
         "The planner ranks every layout of Llama 3 70B on 64 × 80 GB GPUs (global batch 512 × "
         "4096 tokens). What TP do the fastest layouts use?",
-        options=(Option("TP = 8, the node size", "It fits easily, but TP traffic is paid on "
+        options=(Option("TP = 8", "The node size: it fits easily, but TP traffic is paid on "
                         "every op."),
                  Option("TP = 4", "Half the node: with ZeRO and selective recomputation the "
                         "model fits with little or no pipeline.", True),
@@ -33,16 +33,27 @@ QUESTIONS = (
     Question(
         "09.q-order", "quiz", "choice",
         "Why is TP the innermost axis and PP the outermost?",
-        options=(Option("TP's all-reduces are large, frequent and on the critical path; PP "
-                        "sends small point-to-point messages", "NVLink for TP, InfiniBand is "
-                        "enough for PP.", True),
-                 Option("PP needs more memory", "Memory does not decide the placement."),
-                 Option("TP cannot cross nodes at all", "It can, just slowly."))),
+        options=(Option("TP's collectives are large and wait on every layer; PP's are small",
+                        "NVLink for TP; InfiniBand is enough for PP's point-to-point "
+                        "messages.", True),
+                 Option("PP's stages hold the most memory, so they get whole nodes",
+                        "Memory does not decide the placement; bandwidth does: TP's "
+                        "all-reduces are large and on the critical path."),
+                 Option("TP cannot cross a node at all, while PP can go anywhere",
+                        "It can, just slowly: over InfiniBand TP's all-reduces would take "
+                        "about 9 times longer."),
+                 Option("PP's messages are latency-bound, so they need the fastest links",
+                        "PP sends a few small point-to-point messages per microbatch; TP's "
+                        "all-reduces are the ones that need NVLink."))),
     Question(
         "09.q-48", "quiz", "choice",
         "48 GPUs, TP = 8, PP = 4: what is DP?",
-        options=(Option("1.5", "DP must be a whole number of replicas."),
-                 Option("Not a valid layout: 48 is not a multiple of 32", "TP × PP × DP must "
-                        "equal the GPU count.", True),
-                 Option("2, with 16 GPUs idle", "A planner would pick another layout."))),
+        options=(Option("1.5: the GPUs over the 32 of one TP × PP group",
+                        "DP must be a whole number of replicas."),
+                 Option("None: 48 GPUs are no whole number of 32-GPU groups",
+                        "TP × PP × DP must equal the GPU count.", True),
+                 Option("1: one 32-GPU replica, with the other 16 GPUs idle",
+                        "A layout uses every GPU; a planner would pick another one."),
+                 Option("2: two replicas, the second one on 16 GPUs",
+                        "Every replica holds the whole model on TP × PP = 32 GPUs."))),
 )

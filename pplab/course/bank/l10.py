@@ -1,5 +1,5 @@
 """Lesson 10: real runs, measured."""
-from ...comm_order import p2p_messages
+from ...lower import p2p_messages
 from ...registry import make_schedule
 from ..questions import Option, Question
 
@@ -15,34 +15,48 @@ QUESTIONS = (
         "10.add-mode", "predict", "choice",
         "In emulated \"add\" mode each op does its real compute, then sleeps the simulated "
         "duration. The measured makespan is…",
-        options=(Option("a bit longer than simulated", "Compute and message time add to the "
-                        "sleeps on the critical path.", True),
-                 Option("equal to the simulated one", "The real compute and the messages are "
-                        "not free."),
-                 Option("shorter than simulated", "The sleeps alone already reproduce the "
-                        "simulated schedule.")),
+        options=(Option("a bit longer: real compute and messages add to the sleeps",
+                        "Compute and message time add to the sleeps on the critical path.",
+                        True),
+                 Option("the same: the sleeps set each op's length, the rest hides",
+                        "Nothing hides the real compute: it runs before the sleep, so it adds "
+                        "to every op on the critical path."),
+                 Option("a bit shorter: the ranks overlap their sleeps with messages",
+                        "A rank that sleeps still waits for its inputs; the sleeps alone "
+                        "reproduce the simulated schedule, and the real work comes on top.")),
         source="a real run", explain="Run the panel and compare the two makespans."),
     Question(
         "10.nccl-order", "predict", "choice",
         "P = 2. On NCCL, both ranks post every receive at the start of the step. What happens?",
-        options=(Option("It hangs", "Both streams start with a receive whose send is queued "
-                        "behind it on the other rank.", True),
-                 Option("It runs, a little slower", "On gloo it would: gloo matches by tag."),
-                 Option("NCCL reorders the receives", "NCCL matches by the order of operations "
-                        "between each pair of ranks."))),
+        options=(Option("It hangs: each rank's first receive blocks the send its peer needs",
+                        "Both streams start with a receive whose send is queued behind it on "
+                        "the other rank.", True),
+                 Option("It runs: each receive completes once its matching send arrives",
+                        "On gloo it would: gloo matches by tag. NCCL runs a pair's operations "
+                        "in posting order, so a receive at the head blocks what is behind it."),
+                 Option("It runs: NCCL reorders the receives to match the peer's sends",
+                        "NCCL matches by the order of operations between each pair of ranks; "
+                        "it does not reorder them."))),
     Question(
         "10.q-grad", "quiz", "choice",
         "A run reports grad_max_rel_error = 4e-7. Is the pipeline wrong?",
-        options=(Option("No: float round-off from summing in a different order",
-                        "Around 1e-2 or more would mean a bug.", True),
-                 Option("Yes: it should be exactly 0", "Float addition is not associative."),
-                 Option("Yes: a microbatch was dropped", "That gives errors near 0.7."))),
+        options=(Option("No: summing in another order rounds differently",
+                        "Float addition is not associative; around 1e-2 or more would mean a "
+                        "bug.", True),
+                 Option("Yes: the same arithmetic must give exactly 0",
+                        "The pipeline adds the microbatches' gradients in another order than "
+                        "one process, and float addition is not associative."),
+                 Option("Yes: any error this size means a lost microbatch",
+                        "Dropping a microbatch gives errors near 0.7."))),
     Question(
         "10.q-cpu-bubble", "quiz", "choice",
         "Without emulation, 1F1B at P = 4 on 2 cores shows a 50% bubble. What does that "
         "measure?",
-        options=(Option("Mostly CPU contention and per-message overhead", "Four ranks "
-                        "time-slice two cores.", True),
-                 Option("1F1B's true bubble", "The schedule's bubble is 27.3% at M = 8."),
-                 Option("NCCL's latency", "The CPU runs on gloo."))),
+        options=(Option("Mostly four ranks taking turns on two cores",
+                        "Four ranks time-slice two cores, and per-message overhead is as large "
+                        "as the tiny ops.", True),
+                 Option("Mostly 1F1B's own bubble at this P and M",
+                        "The schedule's bubble is 27.3% at M = 8."),
+                 Option("Mostly the time to start Python and torch",
+                        "Start-up comes before the step; the timeline measures the step."))),
 )

@@ -1,6 +1,6 @@
 """Lesson 11: engineering a pipeline."""
 from ...registry import make_schedule
-from ...simulate import Costs, simulate
+from ...sim import Costs, simulate
 from ..questions import Option, Question
 
 
@@ -30,26 +30,35 @@ QUESTIONS = (
     Question(
         "11.slow-first", "predict", "choice",
         "Is a 30% slower *first* stage as costly as a slow last stage?",
-        options=(Option("Yes, the slowest stage sets the pace", "Where it sits matters too."),
-                 Option("Less costly", "The other ranks absorb part of it in their warm-up and "
-                        "drain.", True),
-                 Option("More costly", "Measure it: the cell prints both.")),
+        options=(Option("Just as costly: the slowest stage sets every rank's pace",
+                        "In the steady state it does, but where it sits matters: the cell "
+                        "prints +4.5 for the first stage against +7.2 for the last."),
+                 Option("Less costly: the others absorb part of it in warm-up and drain",
+                        "The other ranks absorb part of it in their warm-up and drain.", True),
+                 Option("More costly: every microbatch has to pass it before the rest",
+                        "Every microbatch passes every stage; the first stage's extra time is "
+                        "partly absorbed by the others' warm-up and drain.")),
         explain="The simulator, not a formula, is the reliable answer."),
     Question(
         "11.q-names", "quiz", "choice",
         "Why does a checkpoint with stage-local names (layers.0 on every stage) fail to load "
         "with a different P?",
-        options=(Option("Loading cannot tell which global layer a tensor is", "Full-model "
-                        "names make the mapping explicit.", True),
-                 Option("The tensors have other shapes", "A layer's shape does not depend "
-                        "on P."),
-                 Option("The optimizer state is lost", "It is saved by the same names."))),
+        options=(Option("Loading cannot tell which global layer a saved tensor is",
+                        "Full-model names make the mapping explicit.", True),
+                 Option("A layer's tensors have another shape when P changes",
+                        "A layer's shape does not depend on P."),
+                 Option("The optimizer state is saved under different names",
+                        "It is saved by the same names as the parameters."))),
     Question(
         "11.q-more-m", "quiz", "choice",
         "1F1B, P = 4, fixed microbatch size: M from 4 to 16. Bubble and rank 0's peak "
         "activations?",
-        options=(Option("Bubble 42.9% → 15.8% of total; rank 0 still holds 4", "min(P, M).",
-                        True),
-                 Option("Bubble falls, activations grow 4×", "That is GPipe."),
-                 Option("Both unchanged", "The bubble shrinks with M."))),
+        options=(Option("The bubble falls and rank 0 still holds 4 microbatches",
+                        "42.9% → 15.8% of the total; 1F1B keeps min(P, M) in flight.", True),
+                 Option("The bubble falls and rank 0 holds 16 microbatches",
+                        "That is GPipe: 1F1B keeps min(P, M) in flight."),
+                 Option("The bubble stays and rank 0 still holds 4 microbatches",
+                        "The bubble, (P−1)/(M+P−1), shrinks with M."),
+                 Option("The bubble stays and rank 0 holds 16 microbatches",
+                        "The bubble shrinks with M, and 1F1B keeps min(P, M) in flight."))),
 )

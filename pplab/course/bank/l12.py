@@ -5,11 +5,15 @@ QUESTIONS = (
     Question(
         "12.m-lt-p", "predict", "choice",
         "torch's Schedule1F1B with 4 stages and n_microbatches = 2. What happens?",
-        options=(Option("It runs with a larger bubble", "pplab's generator would; torch "
-                        "refuses."),
-                 Option("It raises an error: 1F1B needs n_microbatches ≥ number of stages",
-                        "torch checks M ≥ P when the schedule is built.", True),
-                 Option("It silently runs GPipe", "torch does not switch schedules.")),
+        options=(Option("It runs, its warm-up cut short and its bubble larger",
+                        "pplab's generator would; torch refuses: it checks n_microbatches ≥ "
+                        "the number of stages when the schedule is built."),
+                 Option("It raises an error as the schedule is built",
+                        "torch checks n_microbatches ≥ the number of stages when the schedule "
+                        "is built.", True),
+                 Option("It runs, each rank holding the whole batch at once",
+                        "torch does not switch schedules; it refuses fewer microbatches than "
+                        "stages.")),
         source="torch 2.13"),
     Question(
         "12.scale-grads", "predict", "number",
@@ -22,11 +26,15 @@ QUESTIONS = (
         "12.same-order", "predict", "choice",
         "pplab's interleaved 1F1B and torch's ScheduleInterleaved1F1B at P = 2, M = 4, V = 2: "
         "do the per-rank orders agree?",
-        options=(Option("Yes, action for action", "torch's interleaved schedule groups "
-                        "microbatches in rounds of P, like Megatron's and pplab's.", True),
-                 Option("Not exactly: same actions, some in another order", "Not at this "
-                        "size: the benchmark prints \"same order\" on both ranks."),
-                 Option("No: torch runs other actions", "Both run every F and B once.")),
+        options=(Option("Yes, action for action on both ranks",
+                        "torch's interleaved schedule groups microbatches in rounds of P, like "
+                        "Megatron's and pplab's.", True),
+                 Option("Same actions, some of them in another order",
+                        "Not at this size: the benchmark prints \"same order\" on both ranks; "
+                        "both group microbatches in rounds of P."),
+                 Option("No, torch runs a different set of actions",
+                        "Both run every F and B of every chunk once, and here in the same "
+                        "order.")),
         source="a real run",
         explain="The benchmark compares the orders rank by rank and the gradients with one "
                 "process."),
@@ -34,24 +42,30 @@ QUESTIONS = (
         "12.q-reshard", "quiz", "choice",
         "FSDP2 inside torch's PipelineStage, 1F1B with M microbatches, default "
         "reshard_after_forward=True. How many all-gathers of a block's parameters per step?",
-        options=(Option("About M + 1, and one reduce-scatter", "The stage keeps the parameters "
-                        "gathered after each backward and syncs gradients only after the last; "
-                        "each forward frees them, so each steady-state backward gathers again. "
-                        "reshard_after_forward=False brings it to one.", True),
-                 Option("2M, and M reduce-scatters", "That is a hand-written accumulation loop "
-                        "with FSDP2's defaults; torch's stage turns off resharding after "
-                        "backward and gradient sync until the last backward."),
-                 Option("One: FSDP gathers once per step anyway", "Only with "
-                        "reshard_after_forward=False."),
-                 Option("Twice the activations", "Resharding touches parameters, not "
-                        "activations."))),
+        options=(Option("About M + 1 all-gathers and one reduce-scatter",
+                        "The stage keeps the parameters gathered after each backward and syncs "
+                        "gradients only after the last; each forward frees them, so each "
+                        "steady-state backward gathers again. reshard_after_forward=False "
+                        "brings it to one.", True),
+                 Option("2M all-gathers and M reduce-scatters",
+                        "That is a hand-written accumulation loop with FSDP2's defaults; "
+                        "torch's stage turns off resharding after backward and gradient sync "
+                        "until the last backward."),
+                 Option("One all-gather and one reduce-scatter",
+                        "Only with reshard_after_forward=False: by default each forward frees "
+                        "the parameters and the next backward gathers them again."),
+                 Option("M all-gathers and one reduce-scatter",
+                        "The forwards of the warm-up in a row gather once, then each "
+                        "steady-state backward gathers again: M + 1 in all."))),
     Question(
         "12.q-loss", "quiz", "choice",
         "With PP, why must the training loop broadcast the loss before logging it?",
-        options=(Option("Only the last stage computes it; the other ranks have no loss",
+        options=(Option("Only the last stage computes it, so the other ranks have none",
                         "Broadcast from the last PP rank over the PP group.", True),
-                 Option("To average it over data-parallel replicas", "That would be an "
-                        "all-reduce over the DP group."),
-                 Option("Because scale_grads divides it by M", "scale_grads acts on "
-                        "gradients."))),
+                 Option("It must first be averaged over the data-parallel replicas",
+                        "That would be an all-reduce over the DP group, not a broadcast over "
+                        "the pipeline."),
+                 Option("scale_grads divides it by M, so each rank holds a part of it",
+                        "scale_grads acts on gradients; the loss exists only on the last "
+                        "stage."))),
 )

@@ -17,16 +17,16 @@ def peak_share_pct(name: str, P: int, M: int) -> float:
 def searched_makespan(P: int, M: int, cap: int) -> float:
     """What ``pplab.search`` finds under a cap of ``cap`` microbatches per rank."""
     from ...search import search
-    from ...simulate import Costs
-    return search(P, M, 1, Costs(**_COSTS), cap=cap, budget_s=0.3).makespan
+    from ...sim import Costs
+    return search(P, M, 1, Costs(**_COSTS), cap=cap, evaluations=300).makespan
 
 
 QUESTIONS = (
     Question(
         "13.vhalf-peak", "predict", "number",
-        "P = 8, M = 32, tf = 1, tb = 2, tw = 1. V-Half's peak activations on its worst rank, as "
-        "a % of 1F1B's peak (both in stage-equivalents)?",
-        answer=lambda: peak_share_pct("v-half", 8, 32), unit="%",
+        "P = 16, M = 64, tf = 1, tb = 2, tw = 1. V-Half's peak activations on its worst rank, "
+        "as a % of 1F1B's peak (both in stage-equivalents)?",
+        answer=lambda: peak_share_pct("v-half", 16, 64), unit="%",
         traps=((50.0, "Half is the paper's round name; pplab's V-Half holds one "
                       "stage-equivalent more than an exact half."),
                (100.0, "That is V-ZB (and ZB-V): the V placement alone does not save memory."),
@@ -48,12 +48,15 @@ QUESTIONS = (
         "13.search-vs-zbh1", "predict", "choice",
         "Same costs, but C = 4: ZB-H1 fits (peak 4 per rank, makespan 27). The search's best "
         "schedule is…",
-        options=(Option("shorter than ZB-H1", "Under this cap ZB-H1 already sits at its "
-                        "(P−1)(tf + tb − 2tw) bound; single-op moves find nothing shorter."),
-                 Option("as long as ZB-H1: it ties", "The search includes every built-in that "
-                        "fits, so it cannot lose, and here it finds nothing better.", True),
-                 Option("longer than ZB-H1", "Impossible: ZB-H1 fits C = 4 and is one of the "
-                        "search's seeds.")),
+        options=(Option("shorter: moving single ops finds slack a hand-made order leaves",
+                        "Under this cap ZB-H1 already sits at its (P−1)(tf + tb − 2tw) bound; "
+                        "single-op moves find nothing shorter, so the search ties it."),
+                 Option("the same: ZB-H1 already reaches what this cap allows",
+                        "The search starts from every built-in that fits, so it cannot lose, "
+                        "and here it finds nothing better.", True),
+                 Option("longer: a search on a time budget misses what ZB-H1 found",
+                        "ZB-H1 fits C = 4 and is one of the search's starting points, so the "
+                        "search never returns anything longer.")),
         explain="The reveal cell runs the search at C = 4 next to ZB-H1."),
     Question(
         "13.dualpipe-tfb", "predict", "number",
@@ -82,15 +85,18 @@ QUESTIONS = (
     Question(
         "13.q-overlap", "quiz", "choice",
         "What must be true for DualPipe's overlapped F&B pair to cost less than tf + tb?",
-        options=(Option("Each chunk's all-to-all must run under the other chunk's compute "
-                        "(on SMs set aside for communication)", "The computations still run "
-                        "back to back; the pair is shorter than tf + tb by the communication "
-                        "it hides (DeepSeek-V3 gives 20 of 132 SMs to it).", True),
-                 Option("The two computations must run at the same time on the SMs",
+        options=(Option("Each chunk's all-to-all runs under the other chunk's compute",
+                        "The computations still run back to back; the pair is shorter than "
+                        "tf + tb by the communication it hides (DeepSeek-V3 gives 20 of 132 "
+                        "SMs to it).", True),
+                 Option("The two chunks' computations run at once on the same SMs",
                         "They share the SMs and run one after the other; only communication "
                         "overlaps compute."),
-                 Option("M must be a multiple of P", "That is a shape rule for the schedule; "
-                        "it does not make two kernels overlap."),
-                 Option("Nothing: the simulator proves the overlap", "The simulator only "
-                        "charges the tfb you give it; the overlap is an assumption."))),
+                 Option("Each all-to-all is shorter than the compute it hides under",
+                        "Not needed: a pair lasts its longest chain, which stays below "
+                        "tf + tb whenever some all-to-all runs under the other chunk's "
+                        "compute, long or short."),
+                 Option("The microbatches outnumber the ranks by a wide margin",
+                        "M sets how many pairs a step has, not whether a pair overlaps; the "
+                        "overlap is up to the kernels."))),
 )
