@@ -5,36 +5,52 @@ PYTHON ?= python3
 VENV   ?= .venv
 TORCH  ?= torch==2.13.0
 PY      = $(VENV)/bin/python
+# the tools `pplab plan --export` writes for: the tests read each export back with the tool's
+# own config code, which needs none of their training stacks (--no-deps: no triton, datasets)
+EXPORT_TOOLS = torchtitan==0.2.2 megatron-core==0.16.1
 STAMP   = $(VENV)/.installed
 
-.PHONY: lab test test-fast bench bench-runtime bench-calibration bench-browser site clean
+.PHONY: lab test test-fast bench bench-tests bench-runtime bench-calibration bench-browser site clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)"
 	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --no-deps $(EXPORT_TOOLS)
 	touch $(STAMP)
 
 ROOTFLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # kernel websockets without Nagle's algorithm (pplab/canvases/labserver.py): 40 ms less per redraw
 LABFLAGS = --ServerApp.kernel_websocket_connection_class=pplab.canvases.labserver.NoDelayConnection
+# default settings for this lab (tools/jupyter-config/labconfig): no "Jupyter news?" prompt on
+# every start; a student's own choice in JupyterLab's settings still wins
+LABENV = JUPYTER_CONFIG_PATH=$(CURDIR)/tools/jupyter-config$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),)
 
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) $(LABFLAGS) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
+	$(LABENV) $(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) $(LABFLAGS) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
 
 test: $(STAMP)
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
 
-# the edit loop: pure core and drawing, no torchrun, notebooks or browser (about 40 s)
+# the edit loop: pure core and drawing, no torchrun, notebooks or browser (its time: README)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" tests
 
+# medians and ratios; the figures the docs quote go to docs/figures.json and from there into
+# the docs (benchmarks/figures.py), so no doc keeps a number older than the last `make bench`
 bench: $(STAMP)
-	$(PY) benchmarks/bench_simulator.py
-	$(PY) benchmarks/bench_search.py
+	$(PY) benchmarks/bench_simulator.py --record
+	$(PY) benchmarks/bench_search.py --table --record
+	$(PY) benchmarks/bench_planner.py --record
+	$(PY) benchmarks/figures.py --write
+
+# the test suite's own time and size, as the README quotes them (FAST=1: the fast tier only)
+bench-tests: $(STAMP)
+	$(PY) benchmarks/bench_tests.py --record $(if $(FAST),--fast,)
+	$(PY) benchmarks/figures.py --write
 
 bench-runtime: $(STAMP)
 	$(PY) benchmarks/bench_runtime_vs_torch.py

@@ -1,6 +1,6 @@
-"""The ``pplab`` command: ``simulate``, ``run``, ``search`` and ``memory`` mirror the library
-for terminals and graders. Bad arguments exit with status 2 and one line on stderr, never a
-traceback.
+"""The ``pplab`` command: ``simulate``, ``run``, ``search``, ``memory`` and ``plan`` mirror
+the library for terminals and graders. Bad arguments exit with status 2 and one line on
+stderr, never a traceback; every flag says its default in ``--help``.
 
 Subcommands live next to what they drive (``pplab/cli/*.py``) and are imported only when
 used, so ``pplab simulate`` never imports torch.
@@ -18,17 +18,19 @@ SUBCOMMANDS = {
     "run": ("pplab.cli.run", "run a schedule for real across torchrun processes"),
     "search": ("pplab.cli.search", "find a schedule under a cap on in-flight activations"),
     "memory": ("pplab.cli.memory", "per-stage memory and communication for TP×PP×DP"),
+    "plan": ("pplab.cli.plan", "rank every TP×PP×DP layout of a model on N GPUs; export one"),
     "calibrate": ("pplab.cli.calibrate", "fit the simulator's costs to real runs on this machine"),
     "grade": ("pplab.cli.grade", "autograde a class's notebooks with nbgrader, write a CSV"),
+    "classroom": ("pplab.cli.classroom", "set up a class on JupyterHub (init), start it (up)"),
 }
 
 
-#: the cost flags, declared once: what each means (``pplab.simulate.Costs`` has the same fields)
+#: the cost flags, declared once: what each means (``pplab.sim.Costs`` has the same fields)
 COST_FLAGS = {
     "tf": "forward time per rank-share of layers",
     "tb": "full backward time (input grads + weight grads)",
     "tw": "weight-gradient part of tb",
-    "tfb": "overlapped F+B pair (default tf+tb)",
+    "tfb": "overlapped F+B pair",
     "comm": "latency between ranks",
     "fixed": "fixed overhead per op",
     "msg": "CPU time per message an op sends or receives across ranks",
@@ -38,8 +40,10 @@ COST_FLAGS = {
 def add_cost_arguments(p, unit: str = "", **defaults) -> None:
     """Add the cost flags a subcommand takes, each with its default (tfb=None: tf + tb)."""
     for name, default in defaults.items():
+        shown = "tf + tb" if default is None else f"{default:g}"
         p.add_argument(f"--{name}", type=float, default=default,
-                       help=COST_FLAGS[name] + (f" ({unit})" if unit else ""))
+                       help=COST_FLAGS[name] + (f", {unit}" if unit else "")
+                       + f" (default: {shown})")
 
 
 def cost_values(args, *names: str) -> dict:
@@ -58,7 +62,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(which: str | None = None) -> argparse.ArgumentParser:
+    from .. import __version__
     parser = _Parser(prog="pplab", description="pipeline parallelism you can see and run")
+    parser.add_argument("--version", action="version", version=f"pplab {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)

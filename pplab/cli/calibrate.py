@@ -2,7 +2,7 @@
 
 A few real ``pplab run`` jobs (``--on``, default 1f1b, interleaved, zbv and naive: every op
 kind, two chunk sizes, one and two messages per op, one rank or all computing at once) are
-measured ``--repeats`` times; ``pplab.calibrate.fit_costs_and_cores`` turns their timelines
+measured ``--repeats`` times; ``pplab.sim.calibrate.fit_costs_and_cores`` turns their timelines
 into ``Costs`` and the cores the ranks effectively shared. ``--out FILE`` writes them for
 ``pplab simulate --costs FILE``; ``--table`` also runs every built-in schedule at this P
 and prints measured vs simulated. The ranks share this machine's cores, so the fit and the
@@ -12,22 +12,23 @@ usable cores; none for emulated runs, which sleep; the number is written to the 
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from . import add_cost_arguments, cost_values
+from .checks import writable_file
 from .run import MODEL_FLAGS, model_config
 
 
 def add_arguments(p) -> None:
-    p.add_argument("-P", type=int, default=2, help="pipeline ranks (processes), ≥ 2")
-    p.add_argument("-M", type=int, default=8, help="microbatches per step")
+    p.add_argument("-P", type=int, default=2,
+                   help="pipeline ranks (processes), ≥ 2: two keep the fit quick (default: 2)")
+    p.add_argument("-M", type=int, default=8, help="microbatches per step (default: 8)")
     p.add_argument("--on", default="1f1b,interleaved,zbv,naive", metavar="NAMES",
-                   help="comma-separated schedules to fit on (default "
-                        "1f1b,interleaved,zbv,naive)")
-    p.add_argument("--repeats", type=int, default=5, help="runs per schedule (default 5)")
+                   help="comma-separated schedules to fit on (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=5, help="runs per schedule (default: 5)")
     p.add_argument("--steps", type=int, default=6,
-                   help="steps per run; step 0 warms up, the least disturbed of the rest is timed")
+                   help="steps per run; step 0 warms up, the least disturbed of the rest is timed "
+                        "(default: 6)")
     p.add_argument("--table", action="store_true",
                    help="also run every built-in schedule at this P: measured vs simulated")
     p.add_argument("--emulate", action="store_true",
@@ -38,7 +39,8 @@ def add_arguments(p) -> None:
         m.add_argument(f"--{name}", type=str if name == "dtype" else int, default=None,
                        help=help_)
     p.add_argument("--out", default=None, metavar="FILE",
-                   help="write the fitted costs as JSON (read by pplab simulate --costs)")
+                   help="write the fitted costs as JSON, read by pplab simulate --costs "
+                        "(default: none)")
     p.add_argument("--cores", type=float, default=None,
                    help="CPU cores the ranks share (default: this machine's usable cores, "
                         "none with --emulate; 0: a core per rank); the fit finds how many "
@@ -46,9 +48,10 @@ def add_arguments(p) -> None:
     p.add_argument("--pin", action="store_true",
                    help="bind each rank to a core of its own when P ≤ cores")
     p.add_argument("--statistic", choices=("min", "median"), default="min",
-                   help="fit on and compare with each schedule's fastest repeat (min, the "
-                        "default: other jobs only slow runs down) or all repeats (median)")
-    p.add_argument("--timeout", type=float, default=600.0, help="for the whole launch, seconds")
+                   help="fit on and compare with each schedule's fastest repeat (min: other "
+                        "jobs only slow runs down) or all repeats (median) (default: min)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="for the whole launch, seconds (default: 600)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
@@ -66,10 +69,7 @@ def _check(args) -> list[str]:
         raise ValueError(f"--timeout must be > 0 seconds, got {args.timeout}")
     if not args.emulate and (args.tf, args.tb, args.tw) != (0.02, 0.04, 0.0):
         raise ValueError("--tf/--tb/--tw only make sense with --emulate")
-    if args.out:
-        folder = os.path.dirname(os.path.abspath(args.out))
-        if not os.path.isdir(folder):
-            raise ValueError(f"--out {args.out!r}: folder {folder} does not exist")
+    writable_file("--out", args.out)
     from ..registry import make_schedule
     names = [n.strip() for n in args.on.split(",") if n.strip()]
     if not names:
@@ -79,7 +79,7 @@ def _check(args) -> list[str]:
 
 def main(args) -> int:
     names = _check(args)
-    from ..calibrate import costs_to_dict
+    from ..sim.calibrate import costs_to_dict
     from ..runtime import RunError
     from ..runtime.calibration import calibrate, comparison, measure, runnable_schedules, \
         recorded_cores, table_text

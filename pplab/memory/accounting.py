@@ -17,7 +17,8 @@ from .parallel import ParallelConfig
 
 def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: float = 2,
                        bytes_grad: float = 2, bytes_optim: float = 12,
-                       regather: str = "per_microbatch", layer_psi: float = 0.0
+                       regather: str = "per_microbatch", layer_psi: float = 0.0,
+                       reduce: str = "per_microbatch", microbatches: int = 1
                        ) -> tuple[float, float, float]:
     """(parameters, gradients, optimizer) bytes on one GPU holding ``psi`` parameters.
 
@@ -31,14 +32,23 @@ def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: floa
     constant-size buffers). ``"per_step"`` keeps the stage gathered for the whole step, and
     its gradients unsharded until the last backward: parameters and gradients then cost what
     ZeRO-1 costs — only the optimizer states stay sharded.
+
+    ZeRO-2 over ``microbatches`` > 1 (gradient accumulation, or a pipeline's M): ``reduce=
+    "per_microbatch"`` reduce-scatters each microbatch's gradients one layer at a time, so on
+    top of the shard one layer's gradient is whole (``layer_psi``); ``"per_step"`` sums them
+    in a whole-size accumulator and reduce-scatters once: ZeRO-1's gradient bytes.
     """
     if zero not in (0, 1, 2, 3):
         raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero}")
     p, g, o = psi * bytes_param, psi * bytes_grad, psi * bytes_optim
     if zero >= 1:
         o /= dp
+    if zero == 2 and reduce == "per_step" and microbatches > 1:
+        return p, g, o
     if zero >= 2:
         g /= dp
+    if zero == 2:
+        g += layer_psi * bytes_grad * (1 - 1 / dp)
     if zero >= 3 and regather == "per_step":
         return psi * bytes_param, psi * bytes_grad, o
     if zero >= 3:
@@ -49,10 +59,12 @@ def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: floa
 
 def states_bytes(model: ModelSpec, psi: float, cfg: ParallelConfig
                  ) -> tuple[float, float, float]:
-    """``model_states_bytes`` for one rank of ``cfg`` (one layer is ZeRO-3's gather unit)."""
+    """``model_states_bytes`` for one rank of ``cfg`` (one layer is ZeRO-3's gather unit and
+    ZeRO-2's reduce unit)."""
     return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
                               cfg.bytes_optim, cfg.zero3_regather,
-                              model.layer_params().per_rank(cfg.tp))
+                              model.layer_params().per_rank(cfg.tp), cfg.zero2_reduce,
+                              cfg.microbatches)
 
 
 def stage_param_split(model: ModelSpec, schedule: Schedule, stage: int, layers: range,

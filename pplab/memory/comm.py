@@ -12,13 +12,16 @@ k ranks as 2(k−1)/k·n sent (reduce-scatter + all-gather, each (k−1)/k·n).
   s·b·h/t values each (Megatron's scatter/gather optimisation; with SP it is already
   sharded). Interleaving multiplies hops by V; V-shapes skip the same-rank turn.
 * DP (ZeRO paper §7): all-reduce of the gradients, 2Ψ per step; ZeRO-1/2 the same
-  (reduce-scatter + all-gather). ZeRO-3/FSDP moves 3Ψ per pass through the model: the
-  parameters gathered for the forward and again for the backward, the gradients
-  reduce-scattered. Under PP (or gradient accumulation) with M microbatches that is per
-  microbatch when parameters are freed after use (``zero3_regather="per_microbatch"``,
-  3MΨ), and Ψ + Ψ per step when they stay gathered (``"per_step"``: one gather, one
-  reduce-scatter of the accumulated gradients) — the memory model charges each mode its
-  matching bytes (``accounting.model_states_bytes``).
+  (reduce-scatter of the gradients + all-gather of the updated parameters, each at its own
+  width) — ZeRO-2 only when it sums the M microbatches' gradients whole and reduce-scatters
+  once (``zero2_reduce="per_step"``); reduce-scattering after every microbatch
+  (``"per_microbatch"``, what keeps only a shard) sends the gradients M times. ZeRO-3/FSDP
+  moves 3Ψ per pass through the model: the parameters gathered for the forward and again
+  for the backward, the gradients reduce-scattered. Under PP (or gradient accumulation)
+  with M microbatches that is per microbatch when parameters are freed after use
+  (``zero3_regather="per_microbatch"``, 3MΨ), and Ψ + Ψ per step when they stay gathered
+  (``"per_step"``: one gather, one reduce-scatter of the accumulated gradients) — the memory
+  model charges each mode its matching bytes (``accounting.model_states_bytes``).
 """
 from __future__ import annotations
 
@@ -67,16 +70,27 @@ def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
 
 
 def dp_volume(psi: float, cfg: ParallelConfig, passes: int | None = None) -> float:
-    """Bytes per step, times (d−1)/d: 2Ψ (all-reduce; ZeRO-1/2 reduce-scatter + all-gather);
-    ZeRO-3 3Ψ per microbatch (``passes`` of them: M, or M per copy for DualPipe) when it
-    re-gathers per microbatch, Ψ + Ψ when it keeps the parameters gathered for the step."""
+    """Bytes per step, times (d−1)/d: 2Ψ of gradients (all-reduce); ZeRO-1/2 Ψ of gradients
+    reduce-scattered + Ψ of parameters all-gathered, the gradients once per microbatch
+    (``passes`` of them: M, or M per copy for DualPipe) when ZeRO-2 reduces per microbatch;
+    ZeRO-3 3Ψ per microbatch when it re-gathers per microbatch, Ψ + Ψ when it keeps the
+    parameters gathered for the step."""
     d = cfg.dp
     if d <= 1:
         return 0.0
-    gather, scatter = zero3_bytes(psi, cfg, cfg.microbatches if passes is None else passes)
+    n = cfg.microbatches if passes is None else passes
     if cfg.zero >= 3:
+        gather, scatter = zero3_bytes(psi, cfg, n)
         return (d - 1) / d * (gather + scatter)
-    return 2 * (d - 1) / d * psi * cfg.bytes_grad
+    if cfg.zero == 0:
+        return 2 * (d - 1) / d * psi * cfg.bytes_grad
+    return (d - 1) / d * psi * (zero12_scatters(cfg, n) * cfg.bytes_grad + cfg.bytes_param)
+
+
+def zero12_scatters(cfg: ParallelConfig, passes: int) -> int:
+    """How many times a step ZeRO-1/2 reduce-scatters a rank's gradients: once, or once per
+    microbatch pass when ZeRO-2 reduces per microbatch."""
+    return passes if cfg.zero == 2 and cfg.zero2_reduce == "per_microbatch" else 1
 
 
 def zero3_bytes(psi: float, cfg: ParallelConfig, passes: int) -> tuple[float, float]:

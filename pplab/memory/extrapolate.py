@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..registry import Extrapolation, make_schedule, spec
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 
 SIM_MAX_M = 48          # simulated directly up to here
 

@@ -19,6 +19,9 @@ RUNTIME_RECOMPUTE = RECOMPUTE + ("stage",)
 #: when ZeRO-3/FSDP gathers a stage's parameters under PP with M microbatches (see
 #: ``ParallelConfig``): again for every forward and backward, or once, kept for the whole step
 ZERO3_REGATHER = ("per_microbatch", "per_step")
+#: when ZeRO-2 reduce-scatters the gradients of M microbatches: after every microbatch's
+#: backward into the sharded sum, or once, after the last, from a whole-size accumulator
+ZERO2_REDUCE = ("per_microbatch", "per_step")
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,11 @@ class ParallelConfig:
     forward to the last backward (FSDP2's ``reshard_after_forward=False``; torch's pipeline
     schedules then also keep the unsharded gradients until the last backward), so one gather
     and one reduce-scatter per step, but parameters and gradients are not sharded meanwhile.
+    ``zero2_reduce`` (ZeRO-2 only): ``"per_microbatch"`` reduce-scatters each microbatch's
+    gradients as its backward produces them (DeepSpeed's stage 2), so only a shard is
+    accumulated but the gradients cross the DP group M times a step; ``"per_step"`` adds them
+    up whole over the M microbatches and reduce-scatters once, so the DP traffic is ZeRO-1's
+    and so are the gradient bytes held during the step.
     ``first_layers`` / ``last_layers`` fix the layer counts of the model's first and last
     pipeline stage (Megatron-LM's ``--decoder-first/last-pipeline-num-layers``).
     """
@@ -57,6 +65,7 @@ class ParallelConfig:
     bytes_optim: float = 12
     bytes_act: float = 2             # bytes per activation value (Korthikanti assumes 16-bit)
     zero3_regather: str = "per_microbatch"
+    zero2_reduce: str = "per_microbatch"
     first_layers: int | None = None
     last_layers: int | None = None
 
@@ -88,6 +97,9 @@ class ParallelConfig:
         if self.zero3_regather not in ZERO3_REGATHER:
             raise ValueError(f"zero3_regather must be one of {', '.join(ZERO3_REGATHER)}, "
                              f"got {self.zero3_regather!r}")
+        if self.zero2_reduce not in ZERO2_REDUCE:
+            raise ValueError(f"zero2_reduce must be one of {', '.join(ZERO2_REDUCE)}, "
+                             f"got {self.zero2_reduce!r}")
         if self.recompute not in RECOMPUTE:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
                              f"got {self.recompute!r}")

@@ -1,7 +1,7 @@
 """Pick a layout: enumerate TP × PP × DP, schedule, V, ZeRO and recomputation, keep those
 that fit in GPU memory, and rank them by an estimated step time.
 
-Step time = the simulated pipeline makespan (``pplab.simulate``: compute, bubble and the
+Step time = the simulated pipeline makespan (``pplab.sim``: compute, bubble and the
 point-to-point hops on the critical path) + the part of the DP gradient traffic that the
 last backward cannot hide. TP traffic is added to every forward/backward: it sits on the
 critical path of each layer. Compute per microbatch per rank is
@@ -9,7 +9,10 @@ FLOPs/token × tokens / (PP·TP) / (peak FLOP/s × efficiency), backward = 2 × 
 stage is scaled by its own FLOPs (the LM head on the last stage, uneven first/last layer
 counts), so the slowest stage paces the pipeline. ZeRO-3 comes in two modes
 (``ParallelConfig.zero3_regather``): re-gathered per microbatch its traffic stretches each
-F and B it outlasts; kept gathered for the step it is priced like ZeRO-1.
+F and B it outlasts; kept gathered for the step it is priced like ZeRO-1. ZeRO-2 keeps only a
+gradient shard because it reduce-scatters after every microbatch: each B lasts at least its
+reduce-scatter (ZeRO-2 summing whole gradients and reducing once a step is ZeRO-1 in bytes
+held and moved, so the planner does not list it apart).
 
 Pruning keeps it quick: TP is a power of two inside one node, PP any divisor of the layers,
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
@@ -25,29 +28,26 @@ from functools import lru_cache
 
 from ..registry import SPECS, names, spec
 from ..partition import stage_layers
-from .comm import Network, axis_bandwidths, zero3_bytes
+from .comm import Network, axis_bandwidths, zero12_scatters
+from .dp_times import zero12_times, zero3_times
 from .extrapolate import cached_schedule, makespan_unit
-from .rank_memory import fast_memory, rank_params, small_key
+from .rank_memory import fast_memory, small_key
 from .model_spec import ModelSpec
 from .accounting import states_bytes
+from .hardware import Hardware
 from .parallel import ParallelConfig
+from .units import fmt_bytes, fmt_seconds
 
 SPLIT_BACKWARD = set(names(split_backward=True))
 PERIOD_2 = {s.name for s in SPECS if s.planner and s.planner.period_2}
 
 
-@dataclass(frozen=True)
-class Hardware:
-    """One GPU type and its network. Defaults: H100 SXM 80 GB, 989 TFLOP/s dense bf16,
-    40% of peak reached by the matmuls; NVLink 450 GB/s, InfiniBand 50 GB/s per GPU."""
-    memory: float = 80e9
-    flops: float = 989e12
-    efficiency: float = 0.4
-    network: Network = field(default_factory=Network)
-
-
 @dataclass
 class Candidate:
+    """One layout the planner tried: whether it fits the GPU's ``memory`` (bytes) and, when
+    it does, its estimated step: the pipeline's makespan (its ``bubble_fraction`` is the
+    pipeline's idle share only, 0 without a pipeline) plus ``exposed_comm``, the seconds of
+    data-parallel traffic that compute does not hide."""
     config: ParallelConfig
     feasible: bool
     reason: str = ""
@@ -56,19 +56,57 @@ class Candidate:
     step_time: float = math.inf
     bubble_fraction: float = 0.0
     breakdown: dict = field(default_factory=dict)
+    memory: float = 0.0
+    exposed_comm: float = 0.0
 
-    def describe(self) -> str:
+    def layout(self) -> str:
+        """The layout in one line: TP=4 PP=2 DP=8 zbv M=64 b=1 ZeRO-1 recompute=selective SP."""
         c = self.config
         v = f" V={c.virtual}" if c.virtual and c.virtual > 1 else ""
-        head = (f"TP={c.tp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
+        return (f"TP={c.tp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
                 f"b={c.microbatch} ZeRO-{c.zero}"
                 f"{' kept' if c.zero == 3 and c.zero3_regather == 'per_step' else ''} "
-                f"recompute={c.recompute}"
-                f"{' SP' if c.sp else ''}")
+                f"recompute={c.recompute}{' SP' if c.sp else ''}")
+
+    @property
+    def over_memory(self) -> bool:
+        """Left out because its peak exceeds the GPU's memory (not for another rule)."""
+        return self.peak_bytes > self.memory > 0
+
+    def fit_text(self) -> str:
+        """Whether it fits and by how much: "fits, 14.8 GB to spare" / "15.1 GB over"."""
+        if not self.peak_bytes or not self.memory:
+            return "not checked"
+        spare = self.memory - self.peak_bytes
+        return f"fits, {fmt_bytes(spare)} to spare" if spare >= 0 else \
+            f"does not fit, {fmt_bytes(-spare)} over"
+
+    def describe(self) -> str:
         if not self.feasible:
-            return f"{head}: {self.reason}"
-        return (f"{head}: {self.step_time:.3f} s/step, bubble {self.bubble_fraction:.1%}, "
-                f"peak {self.peak_bytes / 1e9:.1f} GB on rank {self.peak_rank}")
+            return f"{self.layout()}: {self.reason}"
+        return (f"{self.layout()}: {fmt_seconds(self.step_time, 4)}/step, bubble "
+                f"{self.bubble_fraction:.1%}, exposed comm {fmt_seconds(self.exposed_comm)}, "
+                f"peak {fmt_bytes(self.peak_bytes)} on rank {self.peak_rank} "
+                f"({self.fit_text()})")
+
+    def to_dict(self) -> dict:
+        """The row as plain values (seconds, bytes): what ``pplab plan --json`` prints."""
+        c = self.config
+        return {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero": c.zero,
+                "zero3_regather": c.zero3_regather if c.zero == 3 else None,
+                "schedule": c.schedule,
+                "virtual": 1 if c.pp == 1 else (c.virtual or spec(c.schedule).default_V),
+                "microbatches": c.microbatches, "microbatch_size": c.microbatch,
+                "global_batch": c.microbatches * c.microbatch * c.dp,
+                "recompute": c.recompute, "sp": c.sp, "first_layers": c.first_layers,
+                "last_layers": c.last_layers,
+                "step_s": self.step_time if self.feasible else None,
+                "bubble": self.bubble_fraction if self.feasible else None,
+                "exposed_comm": self.exposed_comm if self.feasible else None,
+                "peak_bytes": self.peak_bytes or None, "peak_rank": self.peak_rank,
+                "gpu_memory_bytes": self.memory,
+                "headroom_bytes": self.memory - self.peak_bytes if self.peak_bytes else None,
+                "fits": self.feasible, "reason": self.reason or None}
 
 
 def compute_costs(model: ModelSpec, cfg: ParallelConfig, hw: Hardware,
@@ -83,6 +121,14 @@ def compute_costs(model: ModelSpec, cfg: ParallelConfig, hw: Hardware,
     return fwd, 2 * fwd + extra
 
 
+def _fine(x: float) -> float:
+    """``x`` to 9 significant digits: ratios computed along different paths (float noise in
+    the last bits) then share one cached simulation, and no two layouts that differ by more
+    than a part in 10⁹ ever swap places. (Rounding tb/tf to 0.1 once moved step times by ~1%,
+    more than the gap between a plan's first and second choices.)"""
+    return float(f"{x:.9g}")
+
+
 @lru_cache(maxsize=4096)
 def _stage_scale(model: ModelSpec, name, P, M, V, first, last, seq) -> tuple | None:
     """Each stage's forward FLOPs over the average stage's (None when all are equal): the
@@ -95,14 +141,25 @@ def _stage_scale(model: ModelSpec, name, P, M, V, first, last, seq) -> tuple | N
     layer = 2 * model.layer_params().total + 4 * model.hidden * s
     head = 2 * model.vocab * model.hidden
     mean = (model.layers * layer + head) / sch.stages_per_copy
-    out = tuple(round((len(ranges[st]) * layer + (head if sch.is_last(st) else 0)) / mean, 2)
+    out = tuple(_fine((len(ranges[st]) * layer + (head if sch.is_last(st) else 0)) / mean)
                 for st in range(sch.num_stages))
     return None if len(set(out)) == 1 else out
 
 
+def _makespan(cfg: ParallelConfig, tf: float, tb: float, p2p: float, scale) -> float:
+    """The simulated pipeline makespan for forward ``tf``, full backward ``tb`` and hop
+    ``p2p`` seconds. W ≈ one forward's matmuls (Zero Bubble §2), only where B is split."""
+    ratio = _fine(tb / tf)
+    tw = min(1.0 if cfg.schedule in SPLIT_BACKWARD else 0.0, ratio)
+    return tf * makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual, ratio, tw,
+                              _fine(p2p / tf), scale)
+
+
 def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
              seq: int | None = None) -> dict:
-    """Step-time estimate for a valid ``cfg``: compute + bubble + exposed communication."""
+    """Step-time estimate for a valid ``cfg``: the pipeline's makespan (compute with TP
+    traffic, bubble, hops) + ``exposed_comm``, the DP/ZeRO traffic compute does not hide.
+    ``bubble_fraction`` is the pipeline's idle share of its makespan: 0 at PP = 1."""
     hw = hw or Hardware()
     s = seq or model.seq
     tf, tb = compute_costs(model, cfg, hw, seq)
@@ -117,36 +174,27 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     p2p = act / t / bw["pp"] if cfg.pp > 1 else 0.0
     key = small_key(cfg)
     stage_scale = _stage_scale(model, *key, cfg.first_layers, cfg.last_layers, seq)
-    z3 = _zero3_times(model, cfg, bw["dp"], tf_all, tb_all)
-    tf_run, tb_run = z3["tf_run"], z3["tb_run"]
-
-    def makespan_at(tf_, tb_):
-        # W ≈ one forward's matmuls (Zero Bubble §2); only schedules that split B use it.
-        # Ratios rounded so similar layouts share one (scale-free) simulation.
-        tw = 1.0 if cfg.schedule in SPLIT_BACKWARD else 0.0
-        return tf_ * makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual,
-                                    round(tb_ / tf_, 1), min(tw, round(tb_ / tf_, 1)),
-                                    round(p2p / tf_, 2), stage_scale)
-    makespan = makespan_at(tf_run, tb_run)
+    makespan = _makespan(cfg, tf_all, tb_all, p2p, stage_scale)
     # Every rank runs each microbatch once through its L/P layers, whatever the placement:
-    # V chunks of 1/V each, or DualPipe's two copies fed M/2 microbatches each. (Counting
-    # stages × chunk share instead counted DualPipe's two directions twice and clamped to 0.)
-    # (in the cost ratio the simulation ran with: tb/tf unrounded here put 0.8 points of
-    # rounding into the bubble of a 70B layout; bubble_breakdown shows where the rest comes from)
-    busy = cfg.microbatches * tf_all * (1 + round(tb_all / tf_all, 1))
-    bubble = max(0.0, 1 - busy / makespan) if makespan > 0 else 0.0
-    inside = cfg.zero >= 3 and cfg.zero3_regather == "per_microbatch"   # in the makespan
+    # V chunks of 1/V each, or DualPipe's two copies fed M/2 microbatches each.
+    busy = cfg.microbatches * (tf_all + tb_all)
+    bubble = max(0.0, 1 - busy / makespan) if cfg.pp > 1 else 0.0
+    z3 = zero3_times(model, cfg, bw["dp"], tf_all, tb_all)
     if cfg.zero >= 3:
-        dp_time, dp_exposed = z3["dp_time"], z3["exposed"]
-        if (tf_run, tb_run) != (tf_all, tb_all):     # gathers longer than compute stretch ops
-            dp_exposed = makespan - makespan_at(tf_all, tb_all)
+        dp_time, exposed = z3["dp_time"], z3["exposed"]
+        if (z3["tf_run"], z3["tb_run"]) != (tf_all, tb_all):   # gathers outlast compute
+            stretched = _makespan(cfg, z3["tf_run"], z3["tb_run"], p2p, stage_scale)
+            exposed = max(0.0, stretched - makespan)
     else:
-        dp_time = _dp_bytes(model, cfg, seq) / bw["dp"]
-        dp_exposed = max(0.0, dp_time - tb_all)       # the last backward hides some of it
-    return {"step_time": makespan + (0.0 if inside else dp_exposed),
-            "makespan": makespan, "bubble_fraction": bubble, "tf": tf_all, "tb": tb_all,
-            "p2p": p2p, "dp_time": dp_time, "dp_exposed": dp_exposed,
-            "tp_time_per_allreduce": ar, "stage_scale": stage_scale}
+        z12 = zero12_times(model, cfg, bw["dp"], tb_all)
+        dp_time, exposed = z12["dp_time"], z12["tail"]   # what the last backward cannot hide
+        if z12["tb_run"] != tb_all:                 # reduce-scatters outlast backwards
+            stretched = _makespan(cfg, tf_all, z12["tb_run"], p2p, stage_scale)
+            exposed += max(0.0, stretched - makespan)
+    return {"step_time": makespan + exposed, "makespan": makespan, "bubble_fraction": bubble,
+            "exposed_comm": exposed, "tf": tf_all, "tb": tb_all, "p2p": p2p,
+            "dp_time": dp_time, "dp_exposed": exposed, "tp_time_per_allreduce": ar,
+            "stage_scale": stage_scale}
 
 
 def bubble_breakdown(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
@@ -154,53 +202,19 @@ def bubble_breakdown(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None 
     """Where ``estimate``'s bubble comes from, each step ÷ total (1 − the average stage's busy
     time ÷ the makespan): the schedule alone with equal stages and free hops; then with the
     stages as they are (the one that also runs the LM head is slower and paces the rest);
-    then with the point-to-point hops too: ``estimate``'s ``bubble_fraction`` (below ZeRO-3).
-    Each value also ÷ ideal: idle ÷ the average stage's busy time."""
+    then with the point-to-point hops too: ``estimate``'s ``bubble_fraction``. Each value
+    also ÷ ideal: idle ÷ the average stage's busy time."""
     e = estimate(model, cfg, hw, seq)
     tf, tb = e["tf"], e["tb"]
-    ratio = round(tb / tf, 1)
-    tw = min(1.0 if cfg.schedule in SPLIT_BACKWARD else 0.0, ratio)
-    busy = cfg.microbatches * tf * (1 + ratio)           # the cost ratio the simulation uses
+    busy = cfg.microbatches * (tf + tb)
 
-    def both(scale, comm):
-        ms = tf * makespan_unit(cfg.schedule, cfg.pp, cfg.microbatches, cfg.virtual, ratio, tw,
-                                comm, scale)
+    def both(scale, p2p):
+        ms = _makespan(cfg, tf, tb, p2p, scale)
+        if cfg.pp == 1:
+            return 0.0, 0.0
         return max(0.0, 1 - busy / ms), max(0.0, ms / busy - 1)
     return {"schedule": both(None, 0.0), "stages": both(e["stage_scale"], 0.0),
-            "hops": both(e["stage_scale"], round(e["p2p"] / tf, 2))}
-
-
-def _zero3_times(model, cfg, bw_dp, tf, tb) -> dict:
-    """How ZeRO-3's traffic meets the pipeline (seconds; nothing to do below ZeRO-3).
-
-    Per microbatch: every forward gathers the rank's parameters and every backward gathers
-    them again and reduce-scatters its gradients. FSDP prefetches the next layer's gather
-    while this one computes, so an op lasts the longer of its compute and its traffic
-    (``tf_run``, ``tb_run``). Per step: one gather and one reduce-scatter, Ψ + Ψ like
-    ZeRO-1's reduce-scatter + all-gather, and priced the same way (the last backward hides
-    part of it) so that the two, equal in bytes moved and held, also rank equal."""
-    out = {"tf_run": tf, "tb_run": tb, "dp_time": 0.0, "exposed": 0.0}
-    if cfg.zero < 3 or cfg.dp <= 1:
-        return out
-    key = small_key(cfg)
-    psi = max(p for _, _, p in rank_params(model, cfg.tp, *key, cfg.first_layers,
-                                            cfg.last_layers))
-    copies = cached_schedule(*key).copies
-    f = (cfg.dp - 1) / cfg.dp / bw_dp
-    if cfg.zero3_regather == "per_step":
-        g, r = (x * f for x in zero3_bytes(psi, cfg, 1))
-        return dict(out, dp_time=g + r, exposed=max(0.0, g + r - tb))
-    g, r = (x * f for x in zero3_bytes(psi / copies, cfg, 1))   # one pass: 2 gathers + 1 RS
-    passes = cfg.microbatches // copies * copies
-    return {"tf_run": max(tf, g / 2), "tb_run": max(tb, g / 2 + r),
-            "dp_time": passes * (g + r), "exposed": 0.0}
-
-
-def _dp_bytes(model, cfg, seq):
-    from .comm import dp_volume
-    psi = max(p for _, _, p in rank_params(model, cfg.tp, *small_key(cfg), cfg.first_layers,
-                                            cfg.last_layers))
-    return dp_volume(psi, cfg)
+            "hops": both(e["stage_scale"], e["p2p"])}
 
 
 def _pp_choices(layers: int, limit: int) -> list[int]:
@@ -248,7 +262,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
             for b in micro_batches:
                 if gb % (d * b):
                     out.append(Candidate(ParallelConfig(t, p, d, microbatch=b), False,
-                                         f"global batch {gb} is not a multiple of DP×b = {d * b}"))
+                                         f"global batch {gb} is not a multiple of DP×b = "
+                                         f"{d * b}", memory=hw.memory))
                     continue
                 M = gb // (d * b)
                 ends = (first_layers, last_layers) if p > 1 else (None, None)
@@ -265,7 +280,9 @@ RC_ORDER = ("none", "selective", "full")      # cheapest in FLOPs first, most me
 
 
 def _zero_options(stages, regathers, d) -> list[tuple[int, str]]:
-    """(ZeRO stage, ZeRO-3 mode) pairs worth trying; ZeRO over one replica changes nothing."""
+    """(ZeRO stage, ZeRO-3 mode) pairs worth trying; ZeRO over one replica changes nothing.
+    ZeRO-2 is tried reducing per microbatch, what its gradient shard needs (summed whole
+    and reduced once a step it is ZeRO-1)."""
     out = []
     for z in stages:
         if z > 0 and d == 1:
@@ -274,24 +291,28 @@ def _zero_options(stages, regathers, d) -> list[tuple[int, str]]:
     return out
 
 
-def _cheap(z, mode) -> bool:
-    """ZeRO-0/1/2, and ZeRO-3 kept gathered for the step: 2Ψ of traffic, the least there is."""
-    return z < 3 or mode == "per_step"
+def _cheap(z, mode, M) -> bool:
+    """ZeRO-0/1, ZeRO-2 over one microbatch, and ZeRO-3 kept gathered for the step: 2Ψ of
+    traffic, the least there is."""
+    return z < 2 or (z == 2 and M == 1) or (z == 3 and mode == "per_step")
 
 
 def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
               ends=(None, None)) -> list[Candidate]:
-    """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V).
+    """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V) that can
+    rank first; the rest are pruned by dominance and not listed (docs/memory.md, "Planner").
 
-    Pruning by dominance (skipped candidates are not listed — they can never rank higher):
-    recomputation only trades FLOPs for memory, so for one layout "none" is never slower than
-    "selective", which is never slower than "full"; and ZeRO-0/1/2 move the same 2Ψ per step
-    (same time) while ZeRO-3 re-gathering per microbatch moves 3MΨ (never faster); ZeRO-3 kept
-    gathered for the step moves 2Ψ and needs ZeRO-1's bytes, so it counts with the cheap ones.
-    So once a mode fits with a cheap choice, every more expensive mode is dominated; once it
-    fits only with per-microbatch ZeRO-3, more expensive modes are tried only with cheap ones
-    — unless that ZeRO-3 layout hides all its DP traffic (its step time is then the makespan,
-    which every costlier mode exceeds).
+    Recomputation only trades FLOPs for memory: for one layout "none" is never slower than
+    "selective", which is never slower than "full". ZeRO-0/1 move the same 2Ψ per step
+    (same time), ZeRO-3 kept gathered for the step moves 2Ψ too (and needs ZeRO-1's bytes);
+    ZeRO-2 reduce-scattering every microbatch moves (M + 1)Ψ and ZeRO-3 re-gathering per
+    microbatch 3MΨ, each never faster than the cheap ones, and per-microbatch ZeRO-3 never
+    faster than ZeRO-2 (more traffic under every op). So for each recomputation mode the
+    stages are tried in that order and the first cheap one that fits ends the search: the
+    higher stages it would list tie with it or lose. Once a mode fits with a cheap stage,
+    costlier modes are dominated; once it fits only with a per-microbatch one, costlier
+    modes are tried with cheap stages only — unless that layout hides all its DP traffic
+    (its step time is then the makespan, which every costlier mode exceeds).
     """
     rcs = [rc for rc in RC_ORDER if rc in rcs]
     base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
@@ -301,44 +322,55 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
         small = base.with_(microbatches=small_key(base)[2])
         small.validate(model, cached_schedule)
     except ValueError as e:
-        return [Candidate(base.with_(recompute=rc), False, str(e)) for rc in rcs]
-    out = []
-    zs = list(zeros)
-    fitted: set[tuple[int, str]] = set()
+        return [Candidate(base.with_(recompute=rc), False, str(e), memory=hw.memory)
+                for rc in rcs]
+    out: list[Candidate] = []
+    zs = sorted(zeros, key=lambda z: (not _cheap(*z, M), z[0]))  # cheap ones first, by stage
+    fitted_only_regathering = False
     for rc in rcs:
-        if any(_cheap(*z) for z in fitted):
-            break
-        todo = [z for z in zs if not fitted or _cheap(*z)]
-        if not todo:
-            break
+        todo = [z for z in zs if _cheap(*z, M)] if fitted_only_regathering else zs
         rep0 = fast_memory(model, base.with_(recompute=rc), seq)
         for z, mode in todo:
             cfg = base.with_(recompute=rc, zero=z, zero3_regather=mode)
-            peak, rank = 0.0, 0
-            for rm in rep0.per_rank:
-                pb, gb_, ob = states_bytes(model, rm.params_count, cfg)
-                tot = pb + gb_ + ob + rm.activations
-                if tot > peak:
-                    peak, rank = tot, rm.rank
+            peak, rank = _peak(model, rep0, cfg)
             if peak > hw.memory:
-                out.append(Candidate(cfg, False, f"needs {peak / 1e9:.1f} GB on rank {rank} > "
-                                                  f"{hw.memory / 1e9:.0f} GB", peak, rank))
+                out.append(Candidate(cfg, False, f"needs {fmt_bytes(peak)} on rank {rank}, "
+                                     f"{fmt_bytes(peak - hw.memory)} over the "
+                                     f"{fmt_bytes(hw.memory, exact=True)} GPU", peak, rank,
+                                     memory=hw.memory))
                 continue
-            fitted.add((z, mode))
-            e = _estimate_cached(model, cfg.with_(zero=3 if z == 3 else 0), hw, seq)
+            e = _estimate_cached(model, _same_traffic(cfg), hw, seq)
             out.append(Candidate(cfg, True, "", peak, rank, e["step_time"], e["bubble_fraction"],
-                                 e))
-            if e["dp_exposed"] == 0:
-                # Step time = makespan alone; any costlier recomputation has a longer makespan
-                # whatever its ZeRO stage, so it is dominated too.
-                fitted.update(zs)
+                                 e, hw.memory, e["exposed_comm"]))
+            if _cheap(z, mode, M) or e["exposed_comm"] == 0:
+                return out       # every costlier choice ties or loses
+            fitted_only_regathering = True
+            break
     return out
+
+
+def _peak(model, rep0, cfg) -> tuple[float, int]:
+    """(peak bytes, its rank) for ``cfg``: ``rep0``'s activations plus cfg's model states."""
+    peak, rank = 0.0, 0
+    for rm in rep0.per_rank:
+        pb, gb_, ob = states_bytes(model, rm.params_count, cfg)
+        tot = pb + gb_ + ob + rm.activations
+        if tot > peak:
+            peak, rank = tot, rm.rank
+    return peak, rank
 
 
 @lru_cache(maxsize=8192)
 def _estimate_cached(model, cfg, hw, seq):
-    """ZeRO-0/1/2 move the same 2Ψ per step, so they share one estimate; ZeRO-3 has its own."""
     return estimate(model, cfg, hw, seq)
+
+
+def _same_traffic(cfg: ParallelConfig) -> ParallelConfig:
+    """The layout whose estimate ``cfg`` shares: ZeRO-0, ZeRO-1 and ZeRO-2 reducing once
+    move the same 2Ψ per step (gradients and parameters of one width), so they share ZeRO-0's;
+    ZeRO-2 reducing per microbatch and ZeRO-3 have their own."""
+    once = cfg.zero < 2 or (cfg.zero == 2 and zero12_scatters(cfg, cfg.microbatches) == 1)
+    return cfg.with_(zero=0) if once and cfg.bytes_grad == cfg.bytes_param else cfg
 
 
 #: what the step-time model does not see, printed next to every estimate
@@ -362,7 +394,7 @@ def explain(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     e = estimate(model, cfg, hw, seq)
     tf, tb = compute_costs(model, cfg, hw, seq)
     M = cfg.microbatches
-    ms = lambda x: f"{x * 1e3:.2f} ms"
+    ms = fmt_seconds
     return [
         ("compute per microbatch", f"tf {ms(tf)}, tb {ms(tb)} = FLOPs/token × tokens ÷ "
          f"(PP·TP) ÷ ({hw.flops / 1e12:.0f} TFLOP/s × {hw.efficiency:.0%})"),
@@ -376,14 +408,18 @@ def explain(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
         ("pipeline makespan", f"{ms(e['makespan'])} simulated ({cfg.schedule}, p2p hop "
          f"{ms(e['p2p'])}); bubble {e['bubble_fraction']:.1%}"),
         _dp_row(cfg, e, ms),
-        ("step time", f"{ms(e['step_time'])} = makespan + exposed DP traffic"),
+        ("step time", f"{ms(e['step_time'])} = makespan + exposed communication"),
     ] + [("left out", item) for item in LEAVES_OUT]
 
 
 def _dp_row(cfg, e, ms) -> tuple[str, str]:
+    if zero12_scatters(cfg, cfg.microbatches) > 1:
+        return ("ZeRO-2 traffic", f"{ms(e['dp_time'])}: the gradients reduce-scattered after "
+                f"every microbatch's backward (a backward lasts at least its reduce-scatter); "
+                f"exposed {ms(e['exposed_comm'])}")
     if cfg.zero >= 3 and cfg.zero3_regather == "per_microbatch":
         return ("ZeRO-3 traffic", f"{ms(e['dp_time'])}: gathers for every F and B of every "
-                f"microbatch; {ms(e['dp_exposed'])} of it longer than the compute it hides "
-                "behind (already in the makespan)")
-    return ("DP gradient traffic", f"{ms(e['dp_time'])}, of which {ms(e['dp_exposed'])} is "
-            "not hidden behind the last backward")
+                f"microbatch; exposed {ms(e['exposed_comm'])}: what the gathers outlast the "
+                "compute they hide behind (ops stretched to their gathers' length)")
+    return ("DP gradient traffic", f"{ms(e['dp_time'])}, of which {ms(e['exposed_comm'])} "
+            "(exposed) is not hidden behind the last backward")

@@ -10,16 +10,24 @@ TINY = ModelSpec("tiny", layers=8, hidden=64, heads=4, ffn=256, vocab=256, seq=3
 TINY_MICROBATCH = 2
 TINY_BYTES_PER_VALUE = 4        # float32
 
+#: The released Llama 3.1 models' configuration files (``config.json`` of Meta's
+#: Llama-3.1-8B, -70B and -405B on Hugging Face): the exact vocabulary, and an output layer
+#: not tied to the embedding. The paper's Table 3 rounds the vocabulary to "128K".
+LLAMA3_RELEASED_CONFIG = {"vocab_size": 128256, "tie_word_embeddings": False}
+_LLAMA3 = dict(vocab=LLAMA3_RELEASED_CONFIG["vocab_size"],
+               tied_embeddings=LLAMA3_RELEASED_CONFIG["tie_word_embeddings"], arch="llama")
+
 PRESETS: dict[str, ModelSpec] = {
     "tiny": TINY,
-    # Llama 3 paper (Dubey et al. 2024, "The Llama 3 Herd of Models"), Table 3; vocabulary
-    # 128,256 tokens (§3.2); pre-training sequence length 8,192 (§3.4.1).
+    # Llama 3 paper (Dubey et al. 2024, "The Llama 3 Herd of Models"), Table 3: layers, model
+    # and FFN dimensions, attention and key/value heads; pre-training sequence length 8,192
+    # (§3.4.1). Vocabulary and head tying from the released configuration (above).
     "llama3-8b": ModelSpec("llama3-8b", layers=32, hidden=4096, heads=32, kv_heads=8,
-                           ffn=14336, vocab=128256, seq=8192, arch="llama"),
+                           ffn=14336, seq=8192, **_LLAMA3),
     "llama3-70b": ModelSpec("llama3-70b", layers=80, hidden=8192, heads=64, kv_heads=8,
-                            ffn=28672, vocab=128256, seq=8192, arch="llama"),
+                            ffn=28672, seq=8192, **_LLAMA3),
     "llama3-405b": ModelSpec("llama3-405b", layers=126, hidden=16384, heads=128, kv_heads=8,
-                             ffn=53248, vocab=128256, seq=8192, arch="llama"),
+                             ffn=53248, seq=8192, **_LLAMA3),
     # GPT-3 paper (Brown et al. 2020), Table 2.1: 96 layers, d_model 12288, 96 heads,
     # d_ff = 4·d_model, context 2048; GPT-2 BPE vocabulary of 50,257; tied embeddings.
     "gpt3-175b": ModelSpec("gpt3-175b", layers=96, hidden=12288, heads=96, ffn=4 * 12288,

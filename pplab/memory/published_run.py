@@ -3,7 +3,7 @@
 The figures come from the Llama 3 paper (Dubey et al. 2024, "The Llama 3 Herd of Models",
 §3.3 and Table 4); each one is named where it is used, and ``TABLE4_CHECKED`` says which could
 be checked against a second public copy. Everything else is computed: the schedule by
-``pplab.registry``, the bubble by ``pplab.simulate``, memory by ``pplab.memory.accounting``,
+``pplab.registry``, the bubble by ``pplab.sim``, memory by ``pplab.memory.accounting``,
 bytes per axis by ``pplab.memory.comm`` and the step time by ``pplab.memory.planner``.
 Pure Python, so the lesson also runs in the browser.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..closed_forms import bubble_both
 from ..registry import make_schedule
-from ..simulate import Costs, simulate
+from ..sim import Costs, simulate
 from .accounting import memory_report
 from .comm import comm_times, comm_volumes
 from .parallel import ParallelConfig
@@ -95,15 +95,18 @@ def end_layers(P: int, V: int, layers: int = 126) -> int:
 
 
 def layout(row: Row, V: int = LLAMA3_V, microbatch: int = 1, zero: int = 2,
-           bytes_grad: float = 4, recompute: str = "selective"):
+           bytes_grad: float = 4, recompute: str = "selective", zero2_reduce: str = "per_step"):
     """(model, ParallelConfig) for a Table 4 row as the paper describes it (§3.3.2).
 
     Interleaved 1F1B, the first and last chunks one layer lighter (``end_layers``),
     M = batch/DP ÷ microbatch, SP on (Megatron-style TP). FSDP "shards optimizer states and
-    gradients" but does not reshard the parameters after the forward, and accumulates the
-    gradients in fp32: ZeRO-2's sharding with 4-byte gradients. No activation checkpointing
-    at 8K tokens: pplab's ``"selective"`` row is the nearest, the attention scores not kept
-    (FlashAttention recomputes them in the backward) and nothing else re-run."""
+    gradients" but does not reshard the parameters after the forward: ZeRO-2's sharding.
+    The gradients are accumulated in fp32 over the microbatches and reduce-scattered in fp32
+    (4-byte gradients); ``zero2_reduce`` says when: once a step from a whole-size
+    accumulator (the default), or after every microbatch (``gradient_ways`` compares them).
+    No activation checkpointing at 8K tokens: pplab's ``"selective"`` row is the nearest, the
+    attention scores not kept (FlashAttention recomputes them in the backward) and nothing
+    else re-run."""
     if row.cp != 1:
         raise ValueError(f"pplab models no context parallelism (CP={row.cp}); use a CP=1 row")
     if row.batch_per_dp % microbatch:
@@ -112,9 +115,9 @@ def layout(row: Row, V: int = LLAMA3_V, microbatch: int = 1, zero: int = 2,
     model = get_preset("llama3-405b").with_(seq=row.seq)
     k = end_layers(row.pp, V)
     cfg = ParallelConfig(tp=row.tp, pp=row.pp, dp=row.dp, zero=zero, bytes_grad=bytes_grad,
-                         sp=True, recompute=recompute, microbatch=microbatch,
-                         microbatches=row.batch_per_dp // microbatch, schedule="interleaved",
-                         virtual=V, first_layers=k, last_layers=k)
+                         zero2_reduce=zero2_reduce, sp=True, recompute=recompute,
+                         microbatch=microbatch, microbatches=row.batch_per_dp // microbatch,
+                         schedule="interleaved", virtual=V, first_layers=k, last_layers=k)
     cfg.validate(model)
     return model, cfg
 
@@ -139,8 +142,9 @@ def bubble(P: int, M: int, V: int = LLAMA3_V, uneven: bool = True) -> dict:
             "closed_fraction": frac, "closed_ratio": ratio, "timeline": tl}
 
 
-def seed_claims() -> list[dict]:
-    """The two seed figures for 405B's bubble, each input set against Table 4."""
+def lecture_claims() -> list[dict]:
+    """The figures for 405B's bubble in Stanford CS336's Lecture 8 notes (*Parallelism II:
+    Pipeline & FSDP*), each input set against Table 4."""
     lo, hi = TABLE4[0], TABLE4[1]
     true_hi, true_lo = bubble(16, hi.batch_per_dp), bubble(16, lo.batch_per_dp)
     return [
@@ -148,9 +152,9 @@ def seed_claims() -> list[dict]:
          f"GPUs, DP {lo.dp} or {hi.dp}", "ok": lo.dp == 16 or hi.dp == 16},
         {"claim": "batch 16,384 sequences × 8,192 tokens", "table": f"{lo.sequences:,} "
          f"sequences × {lo.seq:,} = 16M tokens", "ok": lo.sequences == 16384},
-        {"claim": "128 microbatches (line 213), 64 (line 266)",
+        {"claim": "128 microbatches per pipeline (and 64 in a second example)",
          "table": f"{lo.batch_per_dp} or {hi.batch_per_dp} sequences per replica "
-         f"(128 = {lo.sequences:,} ÷ the seed's DP 16)",
+         f"(128 = {lo.sequences:,} ÷ a DP of 16)",
          "ok": {128, 64} & {lo.batch_per_dp, hi.batch_per_dp} != set()},
         {"claim": "(P−1)/(M+P−1): 15/143 = 10.5%, 15/79 = 19.0%",
          "table": f"interleaved V={LLAMA3_V}: ÷total {true_lo['closed_fraction']:.1%} / "
@@ -175,6 +179,22 @@ def memory_table(row: Row, **kw) -> list[str]:
     return lines
 
 
+def gradient_ways(row: Row, hbm: float = 80e9, **kw) -> list[dict]:
+    """The two ways to accumulate the fp32 gradients of the row's M microbatches under ZeRO-2
+    (``ParallelConfig.zero2_reduce``), each with what it costs: the worst rank's bytes (and
+    its gradient bytes), whether that fits ``hbm``, and the DP bytes one GPU of the busiest
+    rank sends per step (and seconds at 50 GB/s if nothing overlapped)."""
+    out = []
+    for mode in ("per_step", "per_microbatch"):
+        model, cfg = layout(row, zero2_reduce=mode, **kw)
+        worst = max(memory_report(model, cfg).per_rank, key=lambda r: r.total)
+        sent = axis_bytes(row, zero2_reduce=mode, **kw)
+        out.append({"mode": mode, "rank": worst.rank, "total": worst.total,
+                    "grads": worst.grads, "fits": worst.total <= hbm,
+                    "dp_bytes": sent["bytes"]["dp"], "dp_seconds": sent["seconds"]["dp"]})
+    return out
+
+
 def activation_budget(row: Row, hbm: float = 80e9, **kw) -> dict:
     """What would let the worst rank fit in ``hbm``: the rank-shares of activations it could
     keep in flight at pplab's bytes per layer, or the bytes per layer (in units of s·b·h/t,
@@ -196,19 +216,19 @@ def axis_bytes(row: Row, **kw) -> dict:
     """Bytes one GPU of the busiest rank sends per step on each axis, and seconds at
     NVLink (TP) / 50 GB/s (PP, DP) if nothing overlapped (``pplab.memory.comm``).
 
-    DP below ZeRO-3: one reduce-scatter of the gradients and one all-gather of the
-    parameters per step, each at its own width (fp32 gradients, bf16 parameters in the
-    paper); ``comm_volumes`` counts both at the gradients' width."""
+    DP below ZeRO-3: the gradients reduce-scattered (fp32 in the paper; once a step, or
+    once a microbatch with ``zero2_reduce="per_microbatch"``) and the parameters all-gathered
+    (bf16) once a step."""
     model, cfg = layout(row, **kw)
     vol = comm_volumes(model, cfg, cfg.make_schedule())
-    if cfg.zero < 3:
-        vol["dp"] *= (cfg.bytes_grad + cfg.bytes_param) / (2 * cfg.bytes_grad)
     return {"bytes": vol, "seconds": comm_times(vol, cfg)}
 
 
 def flops_per_token(seq: int, attention: bool = True) -> float:
-    """Training FLOPs per token: pplab's count (6 × layer and head parameters + attention
-    12·L·h·s), or 6N with N the whole model's parameters."""
+    """Training FLOPs per token as MFU counts them: PaLM's 6N + 12·L·H·Q·T (Chowdhery et al.
+    2022, the MFU the Llama 3 paper reports; H·Q = h, T = s) with N the parameters a token
+    multiplies through (every layer and the output layer; the embedding is a lookup), or
+    6N alone with N the whole model's parameters."""
     m = get_preset("llama3-405b").with_(seq=seq)
     return m.train_flops_per_token() if attention else 6 * m.num_params()
 

@@ -34,7 +34,7 @@ def test_text_output(capsys):
 @pytest.mark.parametrize("args,msg", [
     (["simulate", "-s", "dualpipe", "-P", "3", "-M", "8"], "even number of ranks"),
     (["simulate", "-s", "1f1b", "-P", "x", "-M", "2"], "invalid int value"),
-    (["simulate", "-s", "1f1b", "-P", "4"], "required"),
+    (["simulate", "-P", "4"], "give --schedule NAME or --file F"),
     (["simulate", "-s", "1f1b", "-P", "4", "-M", "8", "--tw", "5"], "tw"),
     (["simulate", "-s", "magic", "-P", "4", "-M", "8"], "unknown schedule"),
     ([], "choose a command"),

@@ -211,4 +211,7 @@ def test_cli_table_and_explicit_shapes():
                         "--hidden", "64", "--heads", "4", "--ffn", "256", "--vocab", "256",
                         "--seq", "32", "--pp", "2", "-M", "4"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert "GB = 1e9 bytes" in r.stdout.splitlines()[0]
+    # a 435k-parameter model in kB and MB, never "0.00 GB"
+    assert "custom (435k parameters)" in r.stdout.splitlines()[0]
+    assert " kB" in r.stdout and "0.00" not in r.stdout and "0.000 s" not in r.stdout
+    assert "peak 4.22 MB on rank 0 of the 80 GB GPU: fits, 80.0 GB to spare" in r.stdout

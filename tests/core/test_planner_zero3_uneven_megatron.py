@@ -59,10 +59,11 @@ def test_per_microbatch_gathers_are_M_times_per_step(M):
 
 
 def test_fast_memory_agrees_with_memory_report_for_both_modes():
+    """ZeRO-3's two regather modes and ZeRO-2's two reduce modes alike."""
     for mode in ("per_microbatch", "per_step"):
-        cfg = _small(mode)
-        a, b = fast_memory(SMALL, cfg), memory_report(SMALL, cfg)
-        assert [r.total for r in a.per_rank] == pytest.approx([r.total for r in b.per_rank])
+        for cfg in (_small(mode), _small(mode).with_(zero=2, zero2_reduce=mode)):
+            a, b = fast_memory(SMALL, cfg), memory_report(SMALL, cfg)
+            assert [r.total for r in a.per_rank] == pytest.approx([r.total for r in b.per_rank])
 
 
 def test_zero3_under_pp_is_not_priced_at_zero0_speed():
@@ -161,7 +162,7 @@ def test_megatron_table1_rows_are_feasible_and_docs_ranks_are_computed():
 def test_uneven_stage_extrapolation_is_exact(monkeypatch, name, V):
     """With a heavier last stage the planner's makespan for large M equals direct simulation."""
     from pplab.registry import make_schedule
-    from pplab.simulate import Costs, simulate
+    from pplab.sim import Costs, simulate
     import pplab.memory.extrapolate as ex
     import pplab.memory.planner as pl
     monkeypatch.setattr(ex, "SIM_MAX_M", 8)

@@ -1,0 +1,135 @@
+"""``pplab plan``: every TP × PP × DP layout of a model on a number of GPUs, fastest first,
+each row with whether it fits and by how much; ``--export torchtitan|megatron`` prints the
+fastest layout that tool can run in its own configuration language."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..memory.export import TOOLS, cannot_run, megatron_text, torchtitan_toml
+from ..memory.plan_text import misses, plan_rows
+from ..memory.planner import LEAVES_OUT, plan
+from ..memory.units import fmt_bytes, fmt_count, fmt_seconds
+from ..registry import spec
+from .sizing import add_hardware_arguments, add_model_arguments, hardware_from_args, \
+    hardware_title, model_from_args
+
+DEFAULT_SCHEDULES = ("1f1b", "interleaved", "zb-h1", "zbv", "dualpipev", "gpipe")
+
+
+def add_plan_arguments(g, note: str = "") -> None:
+    """The flags a plan needs beyond the model and the hardware (``note``: "with --plan: "
+    where another command offers the planner as an option)."""
+    g.add_argument("--global-batch", type=int, default=None,
+                   help=f"{note}sequences per step (default: 8 per GPU)")
+    g.add_argument("--max-pp", type=int, default=16,
+                   help=f"{note}deepest pipeline tried (default: 16, Llama 3 405B's)")
+    g.add_argument("--top", type=int, default=10,
+                   help=f"{note}fitting layouts shown, 0 for all (default: 10)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_model_arguments(p)
+    p.add_argument("--gpus", type=int, required=True,
+                   help="GPUs to spread the model over: TP × PP × DP (required)")
+    add_hardware_arguments(p)
+    g = p.add_argument_group("search")
+    add_plan_arguments(g)
+    g.add_argument("--mbs", type=int, default=1,
+                   help="microbatch size in sequences (default: 1)")
+    g.add_argument("--schedules", default=",".join(DEFAULT_SCHEDULES), metavar="NAMES",
+                   help="comma-separated schedules tried when PP > 1 (default: %(default)s)")
+    g.add_argument("--first-layers", type=int, default=None,
+                   help="layers on the first pipeline stage (default: an even split)")
+    g.add_argument("--last-layers", type=int, default=None,
+                   help="layers on the last pipeline stage (default: an even split)")
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true",
+                   help="a JSON list of layouts, fastest first (seconds, bytes)")
+    o.add_argument("--export", choices=tuple(TOOLS), default=None,
+                   help="print the fastest layout this tool can run, in its own config "
+                        "language (default: none)")
+
+
+def _check(a) -> tuple[str, ...]:
+    if a.gpus < 1:
+        raise ValueError(f"--gpus must be ≥ 1, got {a.gpus}")
+    for flag, value in (("--mbs", a.mbs), ("--max-pp", a.max_pp), ("--global-batch",
+                        a.global_batch or 1)):
+        if value < 1:
+            raise ValueError(f"{flag} must be ≥ 1, got {value}")
+    if a.top < 0:
+        raise ValueError(f"--top must be ≥ 0 (0: all), got {a.top}")
+    names = tuple(spec(n.strip()).name for n in a.schedules.split(",") if n.strip())
+    if not names:
+        raise ValueError("--schedules needs at least one name, e.g. --schedules 1f1b")
+    return names
+
+
+def run_plan(a) -> int:
+    """Plan and print (also ``pplab memory --plan``, whose flags are a superset)."""
+    if getattr(a, "gpus", None) is None:
+        raise ValueError("--plan needs --gpus N (pplab plan --model NAME --gpus N)")
+    names = _check(a) if hasattr(a, "schedules") else DEFAULT_SCHEDULES
+    model, hw = model_from_args(a), hardware_from_args(a)
+    tool = getattr(a, "export", None)
+    limits = {} if tool is None else {"schedules": tuple(n for n in names if n in
+                                                         TOOLS[tool].schedules),
+                                      "zero_stages": TOOLS[tool].zero_stages}
+    if tool and TOOLS[tool].zero3_regather:
+        limits["zero3_regather"] = TOOLS[tool].zero3_regather
+    search = dict(global_batch=a.global_batch, micro_batches=(a.mbs,), max_pp=a.max_pp,
+                  first_layers=getattr(a, "first_layers", None),
+                  last_layers=getattr(a, "last_layers", None), schedules=names)
+    cands = plan(model, a.gpus, hw, **(search | limits))
+    if tool:
+        overall = next((c for c in plan(model, a.gpus, hw, **search) if c.feasible), None)
+        return _export(a, model, hw, cands, tool, overall)
+    top = a.top or len(cands)
+    if a.json:
+        print(json.dumps([c.to_dict() for c in [c for c in cands if c.feasible][:top]]
+                         + [c.to_dict() for c in misses(cands, top)]))
+        return 0
+    ok = [c for c in cands if c.feasible]
+    print(f"{model.name} ({fmt_count(model.num_params())} parameters, seq {model.seq}) on "
+          f"{a.gpus} × {hardware_title(a, hw)}")
+    print(f"global batch {a.global_batch or 8 * a.gpus} sequences; {len(ok)} of "
+          f"{len(cands)} layouts fit (choices that tie with or lose to a listed one are "
+          f"pruned){'; the fastest:' if ok else ''}")
+    print("\n".join(plan_rows(ok[:top])))
+    bad = misses(cands, 5)
+    if bad:
+        print("some that do not fit, and why:")
+        print("\n".join("  " + c.describe() for c in bad))
+    print("the time model leaves out: " + "; ".join(LEAVES_OUT[:2]) +
+          "; … (pplab memory --explain with a layout)")
+    return 0
+
+
+def _export(a, model, hw, cands, tool: str, overall) -> int:
+    """The fastest layout ``tool`` can run, in its own words, under comments that say what
+    it is, and what pplab's overall first choice would gain where the tool cannot run it."""
+    title = TOOLS[tool].title
+    runnable = [c for c in cands if c.feasible and not cannot_run(tool, model, c.config)]
+    if not runnable:
+        raise ValueError(f"no layout {title} can run fits {a.gpus} × "
+                         f"{fmt_bytes(hw.memory, exact=True)}")
+    best = runnable[0]
+    head = [f"{title} layout from pplab plan: {model.name}, seq {model.seq}, "
+            f"{a.gpus} × {a.gpu}",
+            f"{best.layout()}",
+            f"estimated step {fmt_seconds(best.step_time, 4)}, pipeline bubble "
+            f"{best.bubble_fraction:.1%}, {best.fit_text()}"]
+    if overall is not None and overall.step_time < best.step_time:
+        head.append(f"pplab's first choice, {overall.layout()}, is "
+                    f"{best.step_time / overall.step_time - 1:.1%} faster but out of reach: "
+                    f"{cannot_run(tool, model, overall.config)}")
+    comments = "".join(f"# {line}\n" for line in head)
+    body = torchtitan_toml(model, best.config, model.seq) if tool == "torchtitan" else \
+        megatron_text(model, best.config, model.seq)
+    print(comments + body, end="")
+    return 0
+
+
+def main(a) -> int:
+    return run_plan(a)
