@@ -11,6 +11,7 @@ core, drawing and canvases, for the edit loop); ``make test`` runs everything, a
 | grading/ | graders, the release, sandboxed class grading | grading |
 | browser/ | JupyterLab and JupyterLite in a real Chromium | browser, slow |
 | notebooks/ | lessons: their text, questions and executed cells | notebook |
+| classroom/ | the class kit, its policy, a real JupyterHub term end to end | classroom |
 
 A test elsewhere that starts torchrun or executes notebooks is named below, so that
 ``-m "not torchrun"`` means what it says; single slow tests carry ``@pytest.mark.slow``.
@@ -35,6 +36,7 @@ FOLDER_MARKERS = {
     "grading": ("grading",),
     "browser": ("browser", "slow"),
     "notebooks": ("notebook",),
+    "classroom": ("classroom",),
 }
 #: files outside runtime/ whose every test starts torchrun or executes notebooks (all slow)
 FILE_MARKERS = {
@@ -46,6 +48,8 @@ FILE_MARKERS = {
     "test_notebooks.py": ("slow",),
     "test_runtime_head_of_line.py": ("torchrun", "slow"),   # two real gloo jobs
     "test_exercises.py": ("notebook", "slow"),
+    "test_journey_local.py": ("browser", "grading", "slow"),   # a real hub, a term in Chromium
+    "test_journey_slurm.py": ("browser", "cluster", "torchrun", "slow"),
 }
 #: single tests elsewhere that start torchrun, directly or through what they grade
 TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
@@ -58,7 +62,9 @@ def pytest_configure(config):
                        ("notebook", "reads or executes the lessons"),
                        ("browser", "drives JupyterLab in a real Chromium"),
                        ("cluster", "hosts in network namespaces, Slurm"),
-                       ("grading", "graders and class grading")):
+                       ("grading", "graders and class grading"),
+                       ("classroom", "the class kit: JupyterHub, nbgrader's exchange, the "
+                                     "policy")):
         config.addinivalue_line("markers", f"{name}: {text}")
 
 
