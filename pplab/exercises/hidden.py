@@ -22,6 +22,7 @@ A hidden test cell in a source notebook reads::
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import itertools
@@ -42,6 +43,12 @@ def grading_seed() -> int:
     if value is None:
         value = os.environ[SEED_ENV] = str(secrets.randbits(32))
     return int(value)
+
+
+def seed_digest(seed: int) -> str:
+    """What feedback and logs show of a run's seed: enough for the instructor (who keeps the
+    seed in the run's own folder) to match a dispute to a run, nothing a student can replay."""
+    return hashlib.sha256(f"pplab-grade-seed:{seed}".encode()).hexdigest()[:12]
 
 
 def load_sealed() -> str:
