@@ -184,6 +184,19 @@ def test_bad_schedule_files_are_explained_in_one_line(tmp_path, text, msg):
     one_line_error(cli("simulate", "--file", str(path)), msg)
 
 
+@pytest.mark.parametrize("text,msg", [
+    ("0F0,0X1\n", "cannot read action '0X1'"),
+    ("0F0,0F1,0B0,0B1\n1B0,1F0,1F1,1B1\n", "— deadlock"),
+    ("0F0,0B0\n2F0,2B0\n", "stage 1 never appears"),
+])
+def test_bad_torch_csv_files_are_explained_in_one_line(tmp_path, text, msg):
+    """A torch-format CSV (one row per rank, comma-separated) gets the same one-line
+    explanations as a text grid: a bad action, a deadlock, a missing stage."""
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    one_line_error(cli("simulate", "--file", str(path)), msg)
+
+
 def test_file_flags_that_contradict(tmp_path):
     one_line_error(cli("simulate", "--file", str(tmp_path / "none.txt")), "no such file")
     path = tmp_path / "g.txt"

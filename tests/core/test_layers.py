@@ -226,3 +226,39 @@ def test_no_function_over_80_lines_and_no_module_over_450():
                 if n > MAX_FUNCTION_LINES:
                     over.append(f"{rel}:{node.lineno} {node.name}: {n} lines")
     assert not over, over
+
+
+BIT_OPS = (ast.LShift, ast.RShift, ast.BitAnd, ast.BitXor)
+
+
+def _key_arithmetic(path: pathlib.Path, base: pathlib.Path = ROOT) -> list[str]:
+    """Shifts, masks and inversions whose operands are not all literals: how a key's fields
+    would be packed or unpacked by hand instead of through ``pplab.keys``'s named helpers."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.BinOp, ast.AugAssign)) and isinstance(node.op, BIT_OPS):
+            operands = ([node.left, node.right] if isinstance(node, ast.BinOp)
+                        else [node.target, node.value])
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            operands = [node.operand]
+        else:
+            continue
+        if not all(isinstance(o, ast.Constant) for o in operands):
+            found.append(f"{path.relative_to(base)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_generator_does_key_arithmetic():
+    """The key layout is written once (pplab/keys.py); a generator packs and reads keys only
+    through its named functions, so a change of layout cannot leave one generator behind."""
+    found = [hit for f in sorted((ROOT / "pplab" / "schedules").glob("*.py"))
+             for hit in _key_arithmetic(f)]
+    assert not found, found
+
+
+def test_the_key_check_sees_hand_packed_keys(tmp_path):
+    """The check above can fail: the forms the generators once used are all caught."""
+    sample = tmp_path / "packed.py"
+    sample.write_text("a = half >> 2\nb = src & 3\nc = fwd | bwd << 40\nd = ~dep[i]\nx ^= 1\n"
+                      "ok = 1 << 20\n")
+    assert len(_key_arithmetic(sample, tmp_path)) == 5
