@@ -13,8 +13,10 @@ import hashlib
 import os
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 MODES = ("predict", "quiz")
@@ -80,13 +82,45 @@ def student_identity() -> str:
         return "student"
 
 
+def _seed(who: str, qid: str) -> bytes:
+    return hashlib.sha256(f"{who}\0{qid}".encode()).digest()
+
+
+@lru_cache(maxsize=256)
+def right_positions(who: str) -> dict[str, int]:
+    """Where this student finds the right option of each choice question in the bank.
+
+    The positions are dealt so that each student's right answers spread evenly: lesson by
+    lesson (within a lesson in an order of the student's own), each question puts its right
+    option where the student's count lags its fair share most (ties broken by the student's
+    hash). A question added later moves only the positions of its lesson and the later ones.
+    """
+    from .bank import all_questions
+    choices = sorted((q for q in all_questions() if q.kind == "choice"),
+                     key=lambda q: (q.lesson, _seed(who, q.id)))
+    held, fair, out = Counter(), Counter(), {}
+    for q in choices:
+        k, seed = len(q.options), _seed(who, q.id)
+        for j in range(k):
+            fair[j] += 1 / k
+        out[q.id] = max(range(k), key=lambda j: (round(fair[j] - held[j], 9), seed[j]))
+        held[out[q.id]] += 1
+    return out
+
+
 def shown_options(q: Question, who: str | None = None) -> list[Option]:
-    """``q``'s options in the order this student sees them: shuffled by a hash of the
-    student and the question, so the position of the right answer tells nothing, yet
-    stays put when the student reopens the lesson."""
-    key = f"{student_identity() if who is None else who}\0{q.id}".encode()
+    """``q``'s options in the order this student sees them: the right one where
+    :func:`right_positions` deals it, the others shuffled by a hash of the student and the
+    question, so the position of the right answer tells nothing, yet stays put when the
+    student reopens the lesson."""
+    who = student_identity() if who is None else who
     options = list(q.options)
-    random.Random(hashlib.sha256(key).digest()).shuffle(options)
+    random.Random(_seed(who, q.id)).shuffle(options)
+    at = right_positions(who).get(q.id)
+    if at is not None and at < len(options):
+        right = next(o for o in options if o.correct)
+        options.remove(right)
+        options.insert(at, right)
     return options
 
 

@@ -258,7 +258,7 @@ def _planner_tp() -> str:
 def _messages_1f1b() -> str:
     from ..lower import p2p_messages
     lines = []
-    for P, M in [(2, 4), (4, 8), (8, 32)]:
+    for P, M in [(2, 4), (4, 6), (8, 32)]:
         sched = make_schedule("1f1b", P, M)
         lines.append(f"1F1B P={P} M={M}: {p2p_messages(sched)} point-to-point messages per step "
                      f"(2·M·(P−1) = {2 * M * (P - 1)})")

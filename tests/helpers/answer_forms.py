@@ -6,23 +6,33 @@ Forms, and how far back they are searched:
 
 * the value — ``0.273``, ``27.3 %``, ``27 %``, ``3/11`` (and any fraction the explanation
   writes for it, such as ``3/9``); integers and two-digit roundings only in the question's own
-  lesson (``12`` or ``27 %`` elsewhere are other things);
+  lesson (``12`` or ``27 %`` elsewhere are other things); a whole number under 10 only in its
+  context there (``DP = 8`` for the size asked, ``4×`` for a factor, "5 warm-up forwards" for
+  a count, "ratio = 3"); a whole number of 10 or more, in any lesson read before, next to
+  three of its prompt's words ("1F1B … 48 messages per step");
+* for an answer equal to a result the prompt gives (GPipe's 42, 1F1B's?), the explanation's
+  "same bubble" said of the question's subject, in any lesson read before (a table of
+  contents);
 * the closed form — the formulas of the explanation (and of the right option and its
   feedback, for a choice), in the lesson's own symbols, normalised (``(P−1)/(V·M)`` = ``(P - 1) /
   (M * V)``): the one the answer equals everywhere, the steps towards it in the question's own
-  lesson; its rules between sizes (``M ≥ P``) in its lesson; its per-rank statements ("rank r
+  lesson; short ones (``P − 1``) where a number is said to equal them, as a whole
+  expression, in its lesson; its rules between sizes (``M ≥ P``, also written
+  "n_microbatches ≥ the number of stages") in its lesson; its per-rank statements ("rank r
   postpones up to r …") everywhere;
 * the closed form at a shown setting — a line of the same lesson that names ``P=4 M=8
   V=2`` and prints the formula's value there (a figure's title showing the ratio for a
   neighbouring setting);
-* the right option itself; for a prediction also the numbers only it has (``1e-7``) and its
-  key words (the words of its claim, before any ``:``, that no other option has: two or more,
-  or one of four letters or more) in one sentence with as many of the prompt's words, in the
-  question's own lesson;
+* the right option itself (one too short to search alone, ``TP`` or ``TP = 4``, as whole
+  tokens in a sentence with two words of the asking sentence and no other option); for a
+  prediction also the numbers only it has (``1e-7``) and its key words (the words of its
+  claim, before any ``:``, that no other option has: two or more, or one of four letters or
+  more) in one sentence with as many of the prompt's words, in the question's own lesson;
 * for ``order`` questions, a rank's whole row.
 
 Quizzes are searched for the value and the right option only: a quiz checks what the lesson
-taught, so its formula is expected above it; its number is not.
+taught, so its formula is expected above it; its number is not. Every prediction has at least
+one form (tests/notebooks/test_answer_forms.py).
 """
 from __future__ import annotations
 
@@ -51,9 +61,15 @@ class Form:
     key: frozenset = frozenset()
     subject: frozenset = frozenset()
     phrase: tuple = ()
+    near: frozenset = frozenset()    # for a pattern: words of which ``need`` share its sentence
+    need: int = 0
+    unless: re.Pattern | None = None  # … and a sentence that also holds this does not count
+    window: int = 0                   # … counted this many characters either side, not in all
 
     def find(self, text: str) -> str | None:
         """The passage of ``text`` holding this form, or None."""
+        if self.near and self.need:
+            return self._find_near(text)
         if self.phrase:
             for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
                 tokens = _tokens(sentence)
@@ -67,11 +83,25 @@ class Form:
                 if self.key <= words and len(self.subject & words) >= min(2, len(self.key)):
                     return " ".join(sentence.split())[:200]
             return None
+        text = symbolise(text) if self.what == "rule" else text   # "M ≥ P" in words too
         text = normalise(text) if self.normalised else text
         m = self.pattern.search(text)
         if m is None:
             return None
         return " ".join(text[max(0, m.start() - 60):m.end() + 60].split())
+
+
+    def _find_near(self, text: str) -> str | None:
+        """The sentence holding the pattern and ``need`` of the ``near`` words."""
+        for sentence in re.split(r"(?<=[.!?])\s+|\n\s*\n|\n\s*[-*|#]", text):
+            if self.unless is not None and self.unless.search(sentence):
+                continue
+            for m in self.pattern.finditer(sentence):
+                around = sentence[max(0, m.start() - self.window):m.end() + self.window] \
+                    if self.window else sentence
+                if len(self.near & _words(around)) >= self.need:
+                    return " ".join(around.split())[:200]
+        return None
 
 
 def normalise(text: str) -> str:
@@ -164,10 +194,11 @@ def _trim(tokens: list[str]) -> list[str]:
     return tokens
 
 
-def formulas(text: str) -> list[str]:
+def formulas(text: str, least: int = 5) -> list[str]:
     """The formulas in ``text``, normalised: runs of symbols, numbers and operators with at
-    least one symbol, one operator and five tokens (``(P−1)/(V·M)``, ``min(P − r, M)``);
-    inside parentheses a word is an operand too (``(1 − bubble ÷ total)``)."""
+    least one symbol, one operator and ``least`` tokens (``(P−1)/(V·M)``, ``min(P − r, M)``;
+    ``P − 1`` with ``least=3``); inside parentheses a word is an operand too
+    (``(1 − bubble ÷ total)``)."""
     out, run, depth = [], [], 0
 
     def close():
@@ -178,7 +209,7 @@ def formulas(text: str) -> list[str]:
             inner = inner or (d > 0 and bool(_WORD.fullmatch(t)) and len(t) > 2)
         has_symbol = inner or any(re.fullmatch(SYMBOL, t) or t in ("min", "max")
                                   for t in tokens)
-        if has_symbol and any(t in "/·*×÷+-−" for t in tokens) and len(tokens) >= 5:
+        if has_symbol and any(t in "/·*×÷+-−" for t in tokens) and len(tokens) >= least:
             out.append(normalise("".join(tokens)))
 
     pos = 0
@@ -208,12 +239,27 @@ def formulas(text: str) -> list[str]:
 
 
 RELATION = re.compile(r"(?<![\w])([A-Z])\s*(≥|≤|>=|<=)\s*(\d*[A-Z])(?![\w])")
+#: the words the lessons and torch use for a size, as its symbol
+SIZE_WORDS = (
+    (r"\bn_microbatches\b|\b(?:the\s+)?number\s+of\s+microbatches\b", "M"),
+    (r"\b(?:the\s+)?number\s+of\s+(?:pipeline\s+)?(?:stages|ranks)\b|\bpp_size\b", "P"),
+    (r"\b(?:the\s+)?number\s+of\s+virtual\s+stages\b", "V"),
+)
+
+
+def symbolise(text: str) -> str:
+    """``text`` with the sizes' names as symbols: "n_microbatches ≥ the number of stages"
+    reads "M ≥ P"."""
+    for words, symbol in SIZE_WORDS:
+        text = re.sub(words, symbol, text, flags=re.I)
+    return text
 
 
 def relations(text: str) -> list[str]:
-    """Rules between two sizes (``M ≥ P``, ``M ≥ 2P``), normalised."""
+    """Rules between two sizes (``M ≥ P``, ``M ≥ 2P``, ``n_microbatches ≥ the number of
+    stages``), normalised to symbols."""
     return list(dict.fromkeys(f"{a}{op.replace('>=', '≥').replace('<=', '≤')}{b}"
-                              for a, op, b in RELATION.findall(text)))
+                              for a, op, b in RELATION.findall(symbolise(text))))
 
 
 def _closed_form(f: str, scope: str) -> Form:
@@ -238,7 +284,25 @@ def closed_forms(q, texts: list[str], right: list[str]) -> list[Form]:
             final = text in right or re.search(re.escape(f) + r"=[\d(]", flat)
             if final or f not in forms:
                 forms[f] = _closed_form(f, "course" if final else "lesson")
+        for f in short_formulas(text):
+            if f not in asked and f not in forms:
+                forms[f] = _short_form(f)
     return list(forms.values())
+
+
+def short_formulas(text: str) -> list[str]:
+    """Formulas of three or four tokens that a number is said to equal (``3 = P − 1``)."""
+    flat = normalise(text)
+    return [f for f in formulas(text, least=3) if f not in formulas(text)
+            and (re.search(r"(?<![\w.])\d+(?:\.\d+)?=" + re.escape(f) + r"(?![\w(])", flat)
+                 or re.search(r"(?<![\w)])" + re.escape(f) + r"=\d", flat))]
+
+
+def _short_form(f: str) -> Form:
+    """A short formula as a whole expression: ``P-1`` in "P − 1 times", not in "(P−1)/P"."""
+    op = r"\w.()*/+\-^"
+    return Form("closed form", f, "lesson",
+                re.compile(rf"(?<![{op}])" + re.escape(f) + rf"(?![{op}])"), normalised=True)
 
 
 def _stem(word: str) -> str:
@@ -281,6 +345,17 @@ def symbol_phrases(text: str, n: int = 4) -> list[tuple[str, ...]]:
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+|%)?")
 
 
+def worked_forms(q) -> list[Form]:
+    """For a prediction's right option, the decimals its feedback works out (``46.2%``,
+    ``2.7``) that the prompt and the options do not give, in the question's own lesson: the
+    prompt's numbers are the question's premises, the feedback's new ones its answer."""
+    right = next(o for o in q.options if o.correct)
+    given = set(NUMBER.findall(" ".join([q.prompt] + [o.text for o in q.options])))
+    new = [n for n in dict.fromkeys(NUMBER.findall(right.feedback))
+           if "." in n and n not in given and n.rstrip("%") not in given]
+    return [Form("worked value", n, "lesson", _number(n)) for n in new]
+
+
 def option_forms(q) -> list[Form]:
     """The right option as written, the numbers only it has (``1e-7``, ``33%``), and for a
     prediction its key words."""
@@ -305,6 +380,101 @@ def option_forms(q) -> list[Form]:
     return forms
 
 
+def question_sentence(prompt: str) -> str:
+    """The sentence of ``prompt`` that asks (its last with a question mark)."""
+    asking = [s for s in re.split(r"(?<=[.?!])\s+", prompt) if "?" in s]
+    return asking[-1] if asking else prompt
+
+
+def asked_symbols(prompt: str) -> list[str]:
+    """Sizes the question asks for (``DP`` in "TP = 8, PP = 4. What is DP?"): symbols of
+    its asking sentence that the prompt gives no value."""
+    given = set(re.findall(r"([A-Za-z_]\w*)\s?=\s?[\d.]", prompt))
+    found = re.findall(r"(?<![\w-])([A-Z]{1,3}|[A-Z]_\w+)(?![\w-])", question_sentence(prompt))
+    return [s for s in dict.fromkeys(found) if s not in given]
+
+
+def _near(q, but: str = "") -> frozenset:
+    """The words of ``q``'s asking sentence (less those of ``but``): its context."""
+    return frozenset(_words(question_sentence(q.prompt)) - _words(but))
+
+
+def count_forms(q, n: int) -> list[Form]:
+    """A small whole number only where its context makes it this answer: ``DP = 8`` for the
+    size asked, ``4×`` or "factor of 4" for a factor, "5 warm-up forwards" for a count, or
+    ``= 3`` next to two of the question's words."""
+    asking = question_sentence(q.prompt)
+    near = _near(q)
+    num, end = rf"(?<![\w.,]){n}", r"(?![\w,]|\.\d|\s?%)"
+    forms = [Form("value in context", f"{s} = {n}", "lesson",
+                  re.compile(rf"(?<![\w]){re.escape(s)}\s?=\s?{n}{end}"))
+             for s in asked_symbols(q.prompt)]
+    if re.search(r"\b(?:times|factor|ratio)\b|÷", asking, re.I):
+        forms.append(Form("value in context", f"{n}×", "lesson", re.compile(
+            rf"{num}\s?(?:×|times\b|-fold)|(?:×|factor of)\s?{n}{end}"),
+            near=near, need=1))
+    many = re.search(r"how many ([a-z][\w-]*)", asking, re.I)
+    if many and many.group(1).lower() != "times":
+        noun = _stem(many.group(1))
+        forms.append(Form("value in context", f"{n} {many.group(1)}", "lesson",
+                          re.compile(rf"{num}\s+{re.escape(noun)}", re.I),
+                          near=near, need=1))
+    forms.append(Form("value in context", f"= {n}", "lesson",      # not "M = 4": a setting
+                      re.compile(rf"(?:[a-z]{{3}}|\))\s?=\s?{n}{end}"),
+                      near=near, need=min(2, len(near))))
+    return forms
+
+
+def setting_forms(q, value: float) -> list[Form]:
+    """A whole-number answer (10 or more) in a sentence with three of its prompt's words (the
+    same schedule, the same sizes): searched in every lesson a student has read."""
+    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.0f}"
+    near = frozenset(w for w in _words(q.prompt) if not w[0].isdigit())
+    return [Form("value in context", f"{text} with the prompt's words", "course",
+                 _number(text), near=near, need=3, window=80)]
+
+
+def _given_numbers(prompt: str) -> set[float]:
+    """Numbers the prompt states as results (``takes 42``), not the sizes it sets (``P = 5``)."""
+    out = set()
+    for m in re.finditer(r"(?<![\w.,])(\d+(?:\.\d+)?)(?![\w.])", prompt):
+        if not prompt[:m.start()].rstrip().endswith("="):
+            out.add(float(m.group(1)))
+    return out
+
+
+def same_forms(q, value: float) -> list[Form]:
+    """For an answer equal to a result the prompt gives ("GPipe takes 42; 1F1B?"), the
+    explanation's "same bubble", "same makespan", said of the question's subject; searched
+    in every lesson a student has read, a table of contents included."""
+    if value not in _given_numbers(q.prompt):
+        return []
+    same = _stem("same")
+    subject = frozenset(_near(q) - {same})
+    return [Form("key words", f"same + {_stem(noun)}", "course",
+                 key=frozenset({same, _stem(noun)}), subject=subject)
+            for noun in dict.fromkeys(re.findall(r"\bsame (\w+)", q.explain))]
+
+
+def _whole(text: str) -> re.Pattern:
+    """``text`` as whole tokens, spaces around ``=`` optional."""
+    body = re.sub(r"\\ ?=\\ ?", r"\\s?=\\s?", re.escape(text))
+    return re.compile(r"(?<![\w.])" + body + r"(?![\w]|\.\d)")
+
+
+def short_option_forms(q) -> list[Form]:
+    """A right option too short to search alone (``TP``, ``TP = 4``): as whole tokens, in a
+    sentence with two words of the question's asking sentence and no other option."""
+    flat = " ".join(next(o for o in q.options if o.correct).text.split())
+    if len(flat) >= 8 and (re.search(r"[\d=/(]", flat) or len(flat) >= 25):
+        return []
+    others = [" ".join(o.text.split()) for o in q.options if not o.correct]
+    near = _near(q, flat)
+    return [Form("option in context", flat, "lesson", _whole(flat), near=near,
+                 need=min(2, len(near)),
+                 unless=re.compile("|".join(_whole(o).pattern for o in others)))]
+
+
 def order_forms(rows) -> list[Form]:
     return [Form("a rank's row", " ".join(r), "lesson",
                  re.compile(r"(?<![\w])" + r"\s+".join(r"\d*" + a for a in r) + r"(?![\d])"))
@@ -317,9 +487,16 @@ def answer_forms(q) -> list[Form]:
     reveal_texts = [q.explain] + ([right.text, right.feedback] if right else [])
     forms = []
     if q.kind == "number":
-        forms += value_forms(float(q.value()), q.unit, reveal_texts)
+        value = float(q.value())
+        forms += value_forms(value, q.unit, reveal_texts)
+        if value == round(value) and 0 < abs(value) < 10 and q.unit != "%":
+            forms += count_forms(q, int(value))
+        forms += same_forms(q, value)
+        if value == round(value) and abs(value) >= 10 and q.mode == "predict":
+            forms += setting_forms(q, value)
     elif q.kind == "choice":
-        forms += option_forms(q)
+        forms += option_forms(q) + short_option_forms(q)
+        forms += worked_forms(q) if q.mode == "predict" else []
     else:
         forms += order_forms(q.value())
     if q.mode == "predict":

@@ -4,11 +4,13 @@ other quantities for answers. Fast: no lesson is executed here (test_leaks.py do
 import pytest
 from answer_forms import answer_forms, formulas, normalise, shown_settings_hits, value_forms
 
-from pplab.course.bank import get
+from pplab.course.bank import all_questions, get
 
 
-def found(qid: str, text: str) -> list[str]:
-    return [f"{f.what}: {f.text}" for f in answer_forms(get(qid)) if f.find(text)]
+def found(qid: str, text: str, scope: str | None = None) -> list[str]:
+    """The forms of ``qid``'s answer (of ``scope`` only, if given) that ``text`` holds."""
+    return [f"{f.what}: {f.text}" for f in answer_forms(get(qid))
+            if scope in (None, f.scope) and f.find(text)]
 
 
 @pytest.mark.parametrize("text", ["0.273", "27.3 %", "27.3%", "27 %", "3/11", "3 / 11"])
@@ -46,6 +48,13 @@ ISSUE_INSTANCES = [
     ("10.nccl-order", "**On NCCL that recipe would hang.** PyTorch runs all single sends"),
     ("14.mfu-bubble", "MFU = (1 − bubble ÷ total) × (share of peak reached while the ranks "
                       "compute)."),
+    ("12.m-lt-p", "wrap each stage in a `PipelineStage`, pick a schedule class, respect its "
+                  "rules (M ≥ P for\n1F1B), and know what `scale_grads` does"),
+    ("13.dualpipe-tfb", "DualPipe's bubble, `(P/2 − 1)(F&B + B − 3W)`, is parametric in the "
+                        "pair's cost `tfb` (lesson 06,\nsection 5)."),
+    ("04.same-bubble", "| 04 | `04_1f1b.ipynb` | 1F1B: the same bubble, min(P − r, M) "
+                       "microbatches in flight, measured on real processes |"),
+    ("04.same-bubble", "Next: **`04_1f1b.ipynb`** — the same bubble with far less memory."),
 ]
 
 
@@ -64,3 +73,44 @@ def test_a_quiz_is_searched_for_its_value_not_for_what_the_lesson_teaches():
     q = get("05.q-v3")
     assert {f.what for f in answer_forms(q)} <= {"value", "fraction"}
     assert not found("05.q-v3", "÷ ideal it is (P−1)/(V·M), Megatron-LM's form")
+
+
+#: how a student would read the answers that need their context (small counts, "P − 1",
+#: "TP = 4", a rule in torch's words, a count next to its setting, the arithmetic a reveal
+#: adds to the prompt's premises), and other things a lesson says that are not those answers
+SHORT_ANSWERS = [
+    ("02.ratio-to-ideal", "the step takes P − 1 = 3 times longer than ideal on top of it",
+     "with P = 3 ranks the idle share is (P−1)/P"),
+    ("02.ratio-to-ideal", "bubble ÷ ideal = 3 here", "3 ranks wait for the first"),
+    ("09.dp", "so DP = 8 replicas", "TP = 8 inside each node, DP = 2"),
+    ("12.scale-grads", "summed, the gradient is 4× the full-batch gradient",
+     "M = 4 microbatches and scale_grads=False"),
+    ("09.loudest-axis", "TP moves by far the most bytes per step",
+     "TP inside a node, PP across nodes, DP for the rest: estimate the bytes each axis moves"),
+    ("09.planner-tp", "the fastest layouts use TP = 4 and little pipeline",
+     "the fastest layouts use TP = 8 and a deep pipeline"),
+    ("12.m-lt-p", "torch checks n_microbatches ≥ the number of stages",
+     "n_microbatches = 2 with 4 stages"),
+    ("04.q-warmup", "rank 2 runs 9 warm-up forwards", "9 ranks, each with its warm-up"),
+    ("14.mfu-bubble", "43.5% ÷ (1 − 0.059) = 46.2% while busy",
+     "its bubble is 5.9% of the step at 43.5% of peak"),
+]
+
+
+@pytest.mark.parametrize("qid, leak, other", SHORT_ANSWERS, ids=[q for q, *_ in SHORT_ANSWERS])
+def test_answers_are_found_in_their_context_only(qid, leak, other):
+    assert found(qid, leak)
+    assert not found(qid, other)
+
+
+def test_every_prediction_has_forms_to_search():
+    bare = [q.id for q in all_questions() if q.mode == "predict" and not answer_forms(q)]
+    assert not bare, f"predictions the leak search cannot look for: {bare}"
+
+
+def test_a_count_next_to_its_setting_is_found_in_the_lessons_before():
+    assert found("10.messages", "1F1B at P=4 M=6: 36 point-to-point messages per step",
+                 scope="course")
+    assert not found("10.messages", "36 GB per step on 4 GPUs", scope="course")
+    assert found("04.same-bubble", "Next: 1F1B, the same bubble at the same P and M",
+                 scope="course")

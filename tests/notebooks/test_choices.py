@@ -1,7 +1,8 @@
 """Choices cannot be answered by position or by look (issue 30): each student sees the options
-in an order of their own (stable for them, seeded by who they are and the question), over
-the bank no position holds more than its fair share of right answers, the right option is
-no longer than the others nor marked by a derivation they lack; renamed ids keep working.
+in an order of their own (stable for them, seeded by who they are and the question); over
+the bank, summed over students and for each student alone, no position holds more than its
+fair share of right answers; the right option is no longer than the others nor marked by a
+derivation they lack; renamed ids keep working.
 """
 import json
 from collections import Counter
@@ -41,6 +42,33 @@ def test_no_position_holds_more_than_its_fair_share_of_right_answers():
     shown = [shown_options(q, who) for who in STUDENTS for q in CHOICES]
     assert len(shown) == len(STUDENTS) * len(CHOICES) > 10_000
     assert over_share(shown) == {}
+
+
+def excess(orders) -> float:
+    """How far the most-held position's count of right answers exceeds its fair share."""
+    held, fair = Counter(), Counter()
+    for options in orders:
+        held[next(j for j, o in enumerate(options) if o.correct)] += 1
+        for j in range(len(options)):
+            fair[j] += 1 / len(options)
+    return max(held[j] - fair[j] for j in fair)
+
+
+def test_each_students_right_answers_spread_over_the_positions():
+    over = {who: round(excess([shown_options(q, who) for q in CHOICES]), 2)
+            for who in ["jovyan", "student", "ada", "grace"] + STUDENTS}
+    assert {who: e for who, e in over.items() if e > 1.0} == {}
+
+
+def test_the_per_student_check_fails_on_a_plain_shuffle():
+    import hashlib
+    import random
+
+    def plain(q, who):
+        options = list(q.options)
+        random.Random(hashlib.sha256(f"{who}\0{q.id}".encode()).digest()).shuffle(options)
+        return options
+    assert max(excess([plain(q, who) for q in CHOICES]) for who in STUDENTS) > 3
 
 
 def test_each_student_has_an_order_of_their_own_that_stays():

@@ -63,10 +63,10 @@ QUESTIONS = (
                         "Only rank 0 holds P; rank r holds P − r."))),
     Question(
         "04.q-warmup", "quiz", "number",
-        "1F1B, P = 8: how many warm-up forwards does rank 2 run before the steady state?",
-        answer=5, tol=0.0,
-        traps=((8, "8 = pp_size is what a framework's documentation says; rank r warms up "
-                   "with P − r − 1."),
-               (6, "6 counts the first steady-state forward too.")),
+        "1F1B, P = 12: how many warm-up forwards does rank 2 run before the steady state?",
+        answer=9, tol=0.0,
+        traps=((12, "12 = pp_size is what a framework's documentation says; rank r warms up "
+                    "with P − r − 1."),
+               (10, "10 counts the first steady-state forward too.")),
         hint="P − r − 1."),
 )

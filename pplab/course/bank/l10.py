@@ -6,11 +6,11 @@ from ..questions import Option, Question
 QUESTIONS = (
     Question(
         "10.messages", "predict", "number",
-        "1F1B with P = 4, M = 8: how many point-to-point messages per step?",
-        answer=lambda: p2p_messages(make_schedule("1f1b", 4, 8)), tol=0.0,
+        "1F1B with P = 4, M = 6: how many point-to-point messages per step?",
+        answer=lambda: p2p_messages(make_schedule("1f1b", 4, 6)), tol=0.0,
         source="the schedule's message count",
-        traps=((24, "24 counts the forward activations only; gradients come back too."),),
-        explain="Each microbatch crosses 3 boundaries forward and 3 back: 2·8·3."),
+        traps=((18, "18 counts the forward activations only; gradients come back too."),),
+        explain="Each microbatch crosses 3 boundaries forward and 3 back: 2·6·3."),
     Question(
         "10.add-mode", "predict", "choice",
         "In emulated \"add\" mode each op does its real compute, then sleeps the simulated "

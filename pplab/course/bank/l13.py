@@ -68,8 +68,9 @@ QUESTIONS = (
                     "not 2."),
                (51, "Close, but DualPipe's bidirectional fill still saves a little over ZB-H1."),
                (57, "57 is 1F1B: DualPipe keeps its split backward and its two directions.")),
-        explain="Without the overlap DualPipe keeps about one time unit over ZB-H1, for twice "
-                "the parameters."),
+        explain="DualPipe's bubble, (P/2 − 1)(F&B + B − 3W), grows with the pair's cost F&B, "
+                "and so does every steady-state pair: without the overlap DualPipe keeps about "
+                "one time unit over ZB-H1, for twice the parameters."),
     Question(
         "13.q-half-budget", "quiz", "choice",
         "P = 8: you can afford half of 1F1B's peak activations per rank. Which built-in fits "

@@ -87,8 +87,9 @@ QUESTIONS = (
                 "reduce-scatter."),
     Question(
         "14.mfu-bubble", "predict", "choice",
-        "At 8,192 GPUs Llama 3 reports 430 TFLOPs per GPU, 43% of the H100's 989. How many "
-        "points of peak does the pipeline bubble cost there?",
+        "At 8,192 GPUs Llama 3 reports 430 TFLOPs per GPU, 43.5% of the H100's 989 (the "
+        "paper prints 43%), and its bubble, with the lighter ends, is 5.9% of the step "
+        "(section 4). How many points of peak does the pipeline bubble cost there?",
         options=(Option("About 3 points: small next to what the busy ranks leave unused",
                         "The bubble takes 5.9% of the step: 43.5% ÷ (1 − 0.059) = 46.2% while "
                         "busy, 2.7 points lost to idling.", True),
