@@ -31,7 +31,13 @@ class Session:
 
     def __init__(self, library: Path, timeout: float, isolate: bool, limits: Limits):
         self.timeout, self.stopped = timeout, None
+        self.library, self.isolate, self.limits = library, isolate, limits
         self.box = Sandbox(library, limits, isolate=isolate)
+
+    def fresh_sandbox(self) -> Sandbox:
+        """Another sandbox like this one's, that has run nothing yet: a real-code task's
+        ranks run there, out of reach of what the notebook's kernel did."""
+        return Sandbox(self.library, self.limits, isolate=self.isolate)
 
     def ask(self, req: dict) -> dict:
         if self.stopped:

@@ -8,9 +8,12 @@ started with; nothing it says is trusted. Requests:
 * ``{"op": "call", "name": ..., "args": [...]}`` calls the student's function ``name`` on
   data and answers the result as data (:mod:`pplab.grading.wire`), or the error;
 * ``{"op": "value", "name": ...}`` answers a variable's value as data;
-* ``{"op": "collect", "kind": ..., "names": {...}, "cases": [...]}`` runs one of the
-  real-process graders' collectors (:mod:`pplab.runtime.exercises`) on the student's
-  functions and answers what they measured.
+* ``{"op": "source", "name": ...}`` answers the source text of the student's function
+  ``name`` (capped at ``SOURCE_CAP``): data the trusted side hands to fresh ranks;
+* ``{"op": "ranks", "request": {...}, "timeout": s}`` is answered only by a runner that has
+  run nothing else: the trusted grader starts a fresh sandbox for it, and its runner
+  launches the ranks of a real-code exercise (:mod:`pplab.runtime.rank_launch`) and
+  answers their reports, which the trusted side reads strictly.
 
 The student's code can write to file descriptors 1 and 2 freely: they go to a capped file,
 not to the pipe, which lives on a descriptor of its own.
@@ -24,6 +27,7 @@ import sys
 import traceback
 
 OUTPUT_CAP = 200_000            # characters of text output kept per cell
+SOURCE_CAP = 100_000            # characters of a function's source handed out
 
 
 class CappedText(io.TextIOBase):
@@ -114,36 +118,64 @@ def value(shell, name: str) -> dict:
     return {"callable": True} if callable(obj) else {"value": encode(obj)}
 
 
-def collect(shell, kind: str, names: dict, cases: list) -> dict:
-    from ..runtime.exercises import COLLECTORS
-    from .wire import decode, encode
-    fns = {role: shell.user_ns.get(name) for role, name in names.items()}
+def source(shell, name: str) -> dict:
+    """The source of the student's function ``name``, as text (what a grader runs in fresh
+    ranks: nothing else of this kernel goes with it)."""
+    import inspect
+    import textwrap
+    fn = shell.user_ns.get(name)
+    if not callable(fn):
+        return {"error": f"{name} is not a function yet: define it with def"}
     try:
-        return {"value": encode(COLLECTORS[kind](fns, decode(cases)))}
-    except BaseException as e:                  # noqa: BLE001
-        return _error(e)
+        text = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return {"error": f"cannot read the source of {name}: define it with def in a cell"}
+    if len(text) > SOURCE_CAP:
+        return {"error": f"the source of {name} is over {SOURCE_CAP} characters"}
+    return {"value": text}
+
+
+def ranks(request: dict, timeout: float) -> dict:
+    """Launch a real-code exercise's ranks (this runner has run no student code)."""
+    from ..runtime import rank_launch
+    rank_launch.undumpable()                # it holds every rank's inputs
+    try:
+        return {"ranks": rank_launch.launch(request, float(timeout))}
+    except rank_launch.RankError as e:
+        return {"error": str(e)}
 
 
 def serve(pipe) -> None:
-    shell = _shell()
+    shell = None
+    fresh = True                            # no student code has run in this process
     for line in sys.stdin:
         try:
             req = json.loads(line)
             op = req["op"]
-            if op == "execute":
-                reply = execute(shell, req["code"])
-            elif op == "call":
-                reply = call(shell, req["name"], req.get("args", []), req.get("kwargs", {}))
-            elif op == "value":
-                reply = value(shell, req["name"])
-            elif op == "collect":
-                reply = collect(shell, req["kind"], req["names"], req["cases"])
+            if op == "ranks":
+                reply = (ranks(req["request"], req["timeout"]) if fresh else
+                         {"error": "ranks are launched only by a fresh sandbox"})
+                fresh = False
             else:
-                reply = {"error": f"unknown op {op!r}"}
+                fresh = False
+                shell = shell or _shell()
+                reply = _answer(shell, op, req)
         except Exception:                       # noqa: BLE001 — keep serving
             reply = {"error": traceback.format_exc(limit=3)[-2000:]}
         pipe.write(json.dumps(reply) + "\n")
         pipe.flush()
+
+
+def _answer(shell, op: str, req: dict) -> dict:
+    if op == "execute":
+        return execute(shell, req["code"])
+    if op == "call":
+        return call(shell, req["name"], req.get("args", []), req.get("kwargs", {}))
+    if op == "value":
+        return value(shell, req["name"])
+    if op == "source":
+        return source(shell, req["name"])
+    return {"error": f"unknown op {op!r}"}
 
 
 def main() -> None:

@@ -8,6 +8,11 @@ crosses into the sandbox as data and comes back as data (:mod:`.wire`). Expected
 and comparisons never exist in the process that runs student code, so nothing the
 student's code does there (frame inspection, import hooks, patched graders, objects that
 claim to equal anything) reaches a comparison.
+
+A real-code task (exercises 06 and 07) measures losses and gradients by running the
+student's code, so that cannot happen here: the kernel hands over only the functions'
+source, the ranks run it in a fresh sandbox this process starts (:meth:`Remote.measure`),
+each on its own inputs, and what they report is read strictly and compared here.
 """
 from __future__ import annotations
 
@@ -17,11 +22,13 @@ import importlib
 import io
 import json
 
-from ..exercises.hidden import TASKS, draw_cases
+from ..exercises.hidden import TASKS, draw_cases, seed_digest
 from .sandbox import SandboxError
 from .wire import decode, encode
 
 HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+RANK_TIMEOUT = 60.0     # seconds the ranks of a real-code task may take together
+SOURCE_CAP = 100_000    # characters of a function's source taken from the kernel
 
 
 class StudentAnswerError(AssertionError):
@@ -66,11 +73,45 @@ class Remote:
             self.answers[key] = reply
         return _value(self.answers[key], f"{self.name}{_shown(args)}")
 
-    def collect(self, kind: str, fns: dict, cases: list):
-        names = {role: f.name for role, f in fns.items()}
-        reply = self.session.ask({"op": "collect", "kind": kind, "names": names,
-                                  "cases": encode(cases)})
-        return _value(reply, ", ".join(names.values()))
+    def measure(self, kind: str, fns: dict, request: dict) -> list:
+        """A real-code task's measurements, from nothing the student's kernel can patch:
+        the kernel gives only its functions' source, as text; the ranks run in a fresh
+        sandbox this trusted process starts, with the harness loaded first, and the
+        caller reads their reports strictly (:func:`pplab.runtime.rank_data.read_results`)."""
+        names = {}
+        for role, f in fns.items():
+            if not isinstance(f, Remote):
+                raise StudentAnswerError(f"{role} is not a function yet: define it with def")
+            names[role] = f.name
+        sources = {role: _source_of(self.session, name) for role, name in names.items()}
+        return _run_ranks(self.session, dict(request, sources=sources, names=names))
+
+
+def _source_of(session, name: str) -> str:
+    reply = session.ask({"op": "source", "name": name})
+    if "error" in reply:
+        raise StudentAnswerError(str(reply["error"])[:1500])
+    text = reply.get("value")
+    if not isinstance(text, str) or len(text) > SOURCE_CAP:
+        raise StudentAnswerError(f"the source of {name} did not come back as text")
+    return text
+
+
+def _run_ranks(session, request: dict) -> list:
+    """Start a fresh sandbox, have its (untouched) runner launch the ranks, close it."""
+    box = session.fresh_sandbox()
+    try:
+        reply = box.request({"op": "ranks", "request": request, "timeout": RANK_TIMEOUT},
+                            RANK_TIMEOUT + 60)
+    except SandboxError as e:
+        raise StudentAnswerError(f"the ranks could not finish: {e}") from None
+    finally:
+        box.close()
+    if reply.get("timed_out"):
+        raise StudentAnswerError(f"the ranks ran past {RANK_TIMEOUT:g} s and were stopped")
+    if "error" in reply:
+        raise StudentAnswerError(str(reply["error"])[:1500])
+    return reply.get("ranks")
 
 
 def _shown(args) -> str:
@@ -123,7 +164,7 @@ def judge(session, source: str, seed: int) -> list[dict]:
     except Exception as e:                      # noqa: BLE001 — any failure scores 0
         name = "AssertionError" if isinstance(e, AssertionError) else type(e).__name__
         return _with_text(printed, _error(name, str(e)))
-    printed.write(f"hidden tests passed (seed {seed}) ✓\n")
+    printed.write(f"hidden tests passed (seed digest {seed_digest(seed)}) ✓\n")
     return [{"output_type": "stream", "name": "stdout", "text": printed.getvalue()}]
 
 

@@ -3,28 +3,28 @@ processes whose gradients must equal one process's), and a gradient-scaling bug 
 pipeline's gradients must equal non-pipelined training).
 
 Each grader draws its model and batch from a seed (``cases``: a list of seeds; the visible
-check uses seed 0, hidden tests draw fresh ones at grading time).
+check uses seed 0, hidden tests draw fresh ones at grading time). The grader builds the
+model itself and hands each rank only its own inputs, as data (:func:`ranks_request`); the
+harness (:mod:`.exercise_worker`) runs the student's function *source* on them and reports
+what it measured, which :func:`measure` reads strictly before any comparison. Graded, the
+ranks run in a fresh sandbox the trusted grader starts, so nothing the student's kernel did
+reaches them (docs/teaching.md, threat model).
 """
 from __future__ import annotations
 
 import inspect
-import json
-import os
 import random
-import subprocess
-import sys
-import tempfile
 import textwrap
-import time
 
 import torch
 import torch.nn as nn
 
-from ..exercises.bubble import _call, _fail
+from ..exercises.bubble import _fail
 from ..exercises.guard import derive_without
-from .exercise_worker import build_stages, make_data
-from .launcher import _free_port
-from .supervise import kill_session
+from .exercise_worker import (build_stages, make_data, module_spec, run_cases,
+                              student_functions)
+from .rank_data import read_results, tensor_data
+from .rank_launch import launch
 
 P2P_TIMEOUT = 60.0
 
@@ -54,45 +54,137 @@ def _source(fn, name: str) -> str:
         _fail(f"cannot read the source of {name}: define it with def in a notebook cell")
 
 
-def _wait(procs) -> None:
-    deadline = time.monotonic() + P2P_TIMEOUT
-    for rank, proc in enumerate(procs):
-        try:
-            out, _ = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for p in procs:
-                kill_session(p)
-            _fail(f"rank {rank} did not finish within {P2P_TIMEOUT:g} s: a receive with no "
-                  "matching send (or two ranks both receiving first) waits forever")
-        if proc.returncode != 0:
-            for p in procs:
-                kill_session(p)
-            tail = [ln for ln in out.decode(errors="replace").splitlines() if ln.strip()]
-            _fail(f"rank {rank} failed: {tail[-1] if tail else f'exit {proc.returncode}'}")
+# ---- what each task hands its ranks, and what it must get back ---------------------------
+
+def _names(module) -> dict:
+    return {n: list(p.shape) for n, p in module.named_parameters()}
 
 
-def run_two_ranks(task: str, sources: dict, cases: list[dict]) -> list[list[dict]]:
-    """Launch the 2 gloo processes for ``task`` on every case at once; per case, what each
-    rank saved."""
-    with tempfile.TemporaryDirectory(prefix="pplab-p2p-") as tmp:
-        spec = dict(task=task, cases=cases, sources=sources, dir=tmp, port=_free_port(),
-                    timeout=P2P_TIMEOUT)
-        path = os.path.join(tmp, "spec.json")
-        with open(path, "w") as f:
-            json.dump(spec, f)
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        procs = [subprocess.Popen([sys.executable, "-m", "pplab.runtime.exercise_worker", path,
-                                   str(r)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  start_new_session=True, env=env) for r in range(2)]
-        _wait(procs)
-        per_rank = [torch.load(os.path.join(tmp, f"out_{r}.pt")) for r in range(2)]
-        return [list(pair) for pair in zip(*per_rank)]
+def _p2p_plan(task: str, seed: int) -> tuple[list[dict], list[dict]]:
+    """Per rank: its inputs (its own stage; the batch on rank 0, the targets on rank 1)
+    and what it must report (the loss on the last rank only)."""
+    shape = _shapes(task, [seed])[0]
+    dims, batch, M = shape["dims"], shape["batch"], shape["M"]
+    stages = build_stages(seed, dims)
+    x, y = make_data(seed, batch, dims)
+    sizes = [len(c) for c in torch.arange(batch).chunk(M)]
+    inputs, wants = [], []
+    for rank, stage in enumerate(stages):
+        inputs.append({"modules": [module_spec(rank, stage)], "M": M, "sizes": sizes,
+                       "in_shape": [batch, dims[1]], "x": tensor_data(x) if rank == 0 else None,
+                       "y": tensor_data(y) if rank == len(stages) - 1 else None})
+        wants.append({"loss": rank == len(stages) - 1, "modules": [_names(stage)]})
+    return inputs, wants
+
+
+def _full_batch_plan(uneven: bool, seed: int):
+    M, batch, dims = _bug_case(seed, uneven)
+    stages = build_stages(seed, dims)
+    x, y = make_data(seed, batch, dims)
+    return ([{"modules": [module_spec(i, s) for i, s in enumerate(stages)], "M": M,
+              "x": tensor_data(x), "y": tensor_data(y)}],
+            [{"loss": False, "modules": [_names(s) for s in stages]}])
+
+
+def _dp_replicas(seed: int) -> list[list[nn.Module]]:
+    """Each replica's stages after a backward on its own shard of the batch."""
+    M, batch, dims = _bug_case(seed, False)
+    dp = 2 + seed % 3
+    x, y = make_data(seed, dp * batch, dims)
+    replicas = [build_stages(seed, dims) for _ in range(dp)]
+    for stages, xs, ys in zip(replicas, x.chunk(dp), y.chunk(dp)):
+        nn.functional.mse_loss(stages[1](stages[0](xs)), ys).backward()
+    return replicas
+
+
+def _dp_plan(seed: int):
+    modules = [(i, s) for stages in _dp_replicas(seed) for i, s in enumerate(stages)]
+    return ([{"modules": [module_spec(i, s, with_grads=True) for i, s in modules]}],
+            [{"loss": False, "modules": [_names(s) for _, s in modules]}])
+
+
+def _clip_plan(seed: int):
+    stages, clip = _after_one_backward(seed)
+    return ([{"modules": [module_spec(i, s, with_grads=True) for i, s in enumerate(stages)],
+              "max_norm": clip}],
+            [{"loss": False, "modules": [_names(s) for s in stages]}])
+
+
+PLANS = {
+    "p2p-forward": lambda seed: _p2p_plan("forward", seed),
+    "p2p-backward": lambda seed: _p2p_plan("backward", seed),
+    "p2p-step": lambda seed: _p2p_plan("step", seed),
+    "full-batch": lambda seed: _full_batch_plan(False, seed),
+    "full-batch-uneven": lambda seed: _full_batch_plan(True, seed),
+    "dp-average": _dp_plan, "global-clip": _clip_plan,
+}
+
+
+def ranks_request(kind: str, cases) -> tuple[dict, list[list[dict]]]:
+    """What the ranks are handed for ``cases`` (per rank, per case: its own inputs only),
+    and what each must report (``rank_data.read_results``'s ``expected``)."""
+    plans = [PLANS[kind](seed) for seed in cases]
+    world = len(plans[0][0])
+    request = {"task": kind, "ranks": [[p[0][r] for p in plans] for r in range(world)]}
+    return request, [[p[1][r] for p in plans] for r in range(world)]
+
+
+def _run_here(request: dict, fns: dict) -> list:
+    """The public check's run: two gloo processes for exercise 06, this process for 07
+    (from the functions' source either way, so a missing helper shows here too)."""
+    names = {role: getattr(fn, "__name__", role) for role, fn in fns.items()}
+    request = dict(request, names=names,
+                   sources={role: _source(fn, names[role]) for role, fn in fns.items()})
+    if len(request["ranks"]) > 1:
+        return launch(request, P2P_TIMEOUT)
+    try:
+        space = student_functions(request["sources"], names)
+        return [run_cases(dict(request, world=1, cases=request["ranks"][0]), space, 0)]
+    except NotImplementedError as e:
+        _fail(f"your function is not implemented yet ({e}) — replace the `raise "
+              "NotImplementedError` line")
+    except AssertionError:
+        raise
+    except Exception as e:                  # noqa: BLE001 — the student's error, one line
+        _fail(f"{', '.join(names.values())} raised {type(e).__name__}: {e}")
+
+
+def measure(kind: str, fns: dict, cases) -> list[list[dict]]:
+    """Per case, per rank: the loss and gradients the harness measured on the student's
+    functions, read strictly (exactly the ranks, cases, parameters and shapes asked for).
+
+    Graded, the functions are remote handles: the trusted side takes their source and
+    runs the ranks in a fresh sandbox (:meth:`pplab.grading.verdict.Remote.measure`)."""
+    cases = list(cases)
+    if not cases:
+        _fail("no cases to check: the grader fails closed")
+    request, expected = ranks_request(kind, cases)
+    remote = next((f for f in fns.values() if hasattr(f, "measure")), None)
+    raw = remote.measure(kind, fns, request) if remote is not None else _run_here(request, fns)
+    return read_results(raw, expected)
+
+
+def _grade_p2p(task: str, fns: dict, cases, label: str) -> bool:
+    cases = list(cases)
+    outputs = measure(f"p2p-{task}", fns, cases)
+    for shape, outs in zip(_shapes(task, cases), outputs, strict=True):
+        loss, grads = reference_grads(shape["seed"], shape["dims"], shape["batch"])
+        got = outs[-1]["loss"]
+        if not abs(got - loss) <= 1e-5 * max(1.0, abs(loss)):
+            _fail(f"{label}: the last rank's loss is {got}, one process gets "
+                  f"{loss:.6g}. Hint: rank 1 must receive rank 0's output (dist.recv into a "
+                  "tensor of the right shape) and run its stage on it.")
+        if task != "forward":
+            _compare_grads(outs, grads, label)
+    print(f"{label}: 2 gloo processes match one-process training on {len(cases)} "
+          "model(s) ✓")
+    return True
 
 
 def _compare_grads(outs, want: list[dict], label: str) -> None:
-    for rank, (out, ref) in enumerate(zip(outs, want)):
+    for rank, (out, ref) in enumerate(zip(outs, want, strict=True)):
         for name, g in ref.items():
-            got = out["grads"].get(name)
+            got = out["grads"][0][name]
             if got is None:
                 _fail(f"{label}: rank {rank}'s {name} has no gradient — did the backward run "
                       "on this rank, with the gradient received from the next rank?")
@@ -106,52 +198,6 @@ def _compare_grads(outs, want: list[dict], label: str) -> None:
 
 def _shapes(task: str, cases) -> list[dict]:
     return [_shape(seed, 1 if task != "step" else 2 + seed % 3) for seed in cases]
-
-
-def _as_data(t):
-    return t.detach().tolist() if isinstance(t, torch.Tensor) else t
-
-
-def _as_tensor(x):
-    return x if isinstance(x, torch.Tensor) or x is None else torch.tensor(x)
-
-
-def _collect_p2p(task: str):
-    """Run the student's functions on 2 gloo processes; per case and rank, the loss and
-    gradients as plain data (the grading sandbox runs this; the grader compares)."""
-    def run(fns: dict, cases) -> list:
-        sources = {name: _source(fn, name) for name, fn in fns.items()}
-        return [[{"loss": float(o["loss"]) if o.get("loss") is not None else None,
-                  "grads": {n: _as_data(g) for n, g in o.get("grads", {}).items()}}
-                 for o in outs]
-                for outs in run_two_ranks(task, sources, _shapes(task, cases))]
-    return run
-
-
-def collect(kind: str, fns: dict, cases) -> list:
-    """What the student's functions produce on ``cases``: computed here, or by the grading
-    sandbox when the functions live there (they are then remote handles)."""
-    remote = next((f for f in fns.values() if hasattr(f, "collect")), None)
-    if remote is not None:
-        return remote.collect(kind, fns, list(cases))
-    return COLLECTORS[kind](fns, list(cases))
-
-
-def _grade_p2p(task: str, fns: dict, cases, label: str) -> bool:
-    outputs = collect(f"p2p-{task}", fns, cases)
-    for shape, outs in zip(_shapes(task, cases), outputs):
-        outs = [{"loss": o["loss"], "grads": {n: _as_tensor(g) for n, g in o["grads"].items()}}
-                for o in outs]
-        loss, grads = reference_grads(shape["seed"], shape["dims"], shape["batch"])
-        if outs[1]["loss"] is None or abs(outs[1]["loss"] - loss) > 1e-5 * max(1.0, abs(loss)):
-            _fail(f"{label}: the last rank's loss is {outs[1]['loss']}, one process gets "
-                  f"{loss:.6g}. Hint: rank 1 must receive rank 0's output (dist.recv into a "
-                  "tensor of the right shape) and run its stage on it.")
-        if task != "forward":
-            _compare_grads(outs, grads, label)
-    print(f"{label}: 2 gloo processes match one-process training on {len(cases)} "
-          "model(s) ✓")
-    return True
 
 
 @derive_without("runtime.worker.*")
@@ -185,44 +231,26 @@ def _bug_case(seed: int, uneven: bool):
     return M, batch, dims
 
 
-def _grads_of(stages) -> list[dict]:
-    return [{n: (p.grad.clone() if p.grad is not None else None)
-             for n, p in s.named_parameters()} for s in stages]
+def _stage_grads(outputs) -> list[list[dict]]:
+    """Per case, the one process's module gradients."""
+    return [outs[0]["grads"] for outs in outputs]
 
 
-def _grads_data(stages) -> list[dict]:
-    return [{n: _as_data(g) for n, g in w.items()} for w in _grads_of(stages)]
-
-
-def _grads_back(data) -> list[dict]:
-    return [{n: _as_tensor(g) for n, g in w.items()} for w in data]
-
-
-def _collect_full_batch(uneven: bool):
-    """Each case's stage gradients after the student's ``fn(stages, x, y, M)``."""
-    def run(fns: dict, cases) -> list:
-        out = []
-        for seed in cases:
-            M, batch, dims = _bug_case(seed, uneven)
-            stages = build_stages(seed, dims)
-            x, y = make_data(seed, batch, dims)
-            _call(fns["fn"], stages, x, y, M)
-            out.append(_grads_data(stages))
-        return out
-    return run
+def _same(got, ref, atol: float) -> bool:
+    return got is not None and torch.allclose(got, ref, rtol=1e-4, atol=atol)
 
 
 def _check_against_full_batch(fn, cases, uneven: bool, label: str, hint: str) -> bool:
-    outputs = collect("full-batch-uneven" if uneven else "full-batch", {"fn": fn}, cases)
-    for seed, data in zip(cases, outputs):
+    cases = list(cases)
+    outputs = _stage_grads(measure("full-batch-uneven" if uneven else "full-batch",
+                                   {"fn": fn}, cases))
+    for seed, grads in zip(cases, outputs, strict=True):
         M, batch, dims = _bug_case(seed, uneven)
         _, want = reference_grads(seed, dims, batch)
-        for s, (got, ref) in enumerate(zip(_grads_back(data), want)):
+        for s, (got, ref) in enumerate(zip(grads, want, strict=True)):
             for name, g in ref.items():
-                if got.get(name) is None or not torch.allclose(got[name], g, rtol=1e-4,
-                                                                atol=1e-6):
-                    ratio = (float(got[name].norm() / g.norm()) if got.get(name) is not None
-                             else 0.0)
+                if not _same(got[name], g, 1e-6):
+                    ratio = float(got[name].norm() / g.norm()) if got[name] is not None else 0.0
                     _fail(f"{label}: with M={M} microbatches of a batch of {batch}, stage {s}'s "
                           f"{name} gradient is {ratio:.3g}× the non-pipelined one. Hint: {hint}")
     print(f"{label}: gradients equal non-pipelined training on {len(cases)} drawn case(s) ✓")
@@ -247,38 +275,23 @@ def check_uneven_microbatches(pipelined_grads, cases=(0,)) -> bool:
         "than a large one's; weight each microbatch by its share of the samples")
 
 
-def _collect_dp_average(fns: dict, cases) -> list:
-    """Each case's replicas' gradients after the student's ``fn(replicas)``."""
-    out = []
-    for seed in cases:
-        M, batch, dims = _bug_case(seed, False)
-        dp = 2 + seed % 3
-        x, y = make_data(seed, dp * batch, dims)
-        replicas = [build_stages(seed, dims) for _ in range(dp)]
-        for stages, xs, ys in zip(replicas, x.chunk(dp), y.chunk(dp)):
-            nn.functional.mse_loss(stages[1](stages[0](xs)), ys).backward()
-        _call(fns["fn"], replicas)
-        out.append([_grads_data(stages) for stages in replicas])
-    return out
-
-
 @derive_without()
 def check_dp_average(allreduce_grads, cases=(0,)) -> bool:
     """``allreduce_grads(replicas)``: after each data-parallel replica (a list of stages) ran
     its shard, make every replica's gradients those of the whole batch."""
-    outputs = collect("dp-average", {"fn": allreduce_grads}, cases)
-    for seed, data in zip(cases, outputs):
+    cases = list(cases)
+    outputs = _stage_grads(measure("dp-average", {"fn": allreduce_grads}, cases))
+    for seed, grads in zip(cases, outputs, strict=True):
         M, batch, dims = _bug_case(seed, False)
         dp = 2 + seed % 3
         _, want = reference_grads(seed, dims, dp * batch)
-        for r, grads in enumerate(data):
-            for s, (got, ref) in enumerate(zip(_grads_back(grads), want)):
-                for name, g in ref.items():
-                    if got.get(name) is None or not torch.allclose(got[name], g, rtol=1e-4,
-                                                                    atol=1e-6):
-                        _fail(f"allreduce_grads: with DP={dp}, replica {r} stage {s}'s {name} "
-                              "is not the whole batch's gradient. Hint: each replica's loss is "
-                              "a mean over its shard; the all-reduce sums, so divide by DP.")
+        for i, (got, ref) in enumerate(zip(grads, want * dp, strict=True)):
+            for name, g in ref.items():
+                if not _same(got[name], g, 1e-6):
+                    _fail(f"allreduce_grads: with DP={dp}, replica {i // 2} stage {i % 2}'s "
+                          f"{name} is not the whole batch's gradient. Hint: each replica's "
+                          "loss is a mean over its shard; the all-reduce sums, so divide by "
+                          "DP.")
     print(f"allreduce_grads: every replica holds the whole batch's gradient on {len(cases)} "
           "drawn case(s) ✓")
     return True
@@ -297,45 +310,27 @@ def _after_one_backward(seed: int):
 
 def _unclipped(seed: int):
     stages, clip = _after_one_backward(seed)
-    return _grads_of(stages), clip
-
-
-def _collect_global_clip(fns: dict, cases) -> list:
-    out = []
-    for seed in cases:
-        stages, clip = _after_one_backward(seed)
-        _call(fns["fn"], stages, clip)
-        out.append(_grads_data(stages))
-    return out
+    return [{n: p.grad.clone() for n, p in s.named_parameters()} for s in stages], clip
 
 
 @derive_without()
 def check_global_clip(clip_pipeline_grads, cases=(0,)) -> bool:
     """``clip_pipeline_grads(stages, max_norm)``: clip by the norm over *all* stages, as one
     model would (each pipeline rank sees only its own stage)."""
-    outputs = collect("global-clip", {"fn": clip_pipeline_grads}, cases)
-    for seed, data in zip(cases, outputs):
+    cases = list(cases)
+    outputs = _stage_grads(measure("global-clip", {"fn": clip_pipeline_grads}, cases))
+    for seed, grads in zip(cases, outputs, strict=True):
         want, max_norm = _unclipped(seed)
         norms = [sum(float(g.pow(2).sum()) for g in w.values()) ** 0.5 for w in want]
         total = sum(n * n for n in norms) ** 0.5
         scale = min(1.0, max_norm / (total + 1e-6))
         want = [{n: g * scale for n, g in w.items()} for w in want]
-        for s, (got, ref) in enumerate(zip(_grads_back(data), want)):
+        for s, (got, ref) in enumerate(zip(grads, want, strict=True)):
             for name, g in ref.items():
-                if got.get(name) is None or not torch.allclose(got[name], g, rtol=1e-4,
-                                                                atol=1e-7):
+                if not _same(got[name], g, 1e-7):
                     _fail(f"clip_pipeline_grads: stage {s}'s {name} is not what clipping the "
                           f"whole model to {max_norm:.4g} gives (stage norms {norms}). Hint: "
                           "the norm is the square root of the sum of every stage's squared "
                           "norm; scale all stages by the same factor.")
     print(f"clip_pipeline_grads: matches whole-model clipping on {len(cases)} drawn case(s) ✓")
     return True
-
-
-#: what the grading sandbox may be asked to run on the student's functions
-COLLECTORS = {
-    "p2p-forward": _collect_p2p("forward"), "p2p-backward": _collect_p2p("backward"),
-    "p2p-step": _collect_p2p("step"),
-    "full-batch": _collect_full_batch(False), "full-batch-uneven": _collect_full_batch(True),
-    "dp-average": _collect_dp_average, "global-clip": _collect_global_clip,
-}
