@@ -11,6 +11,7 @@ from ..sim import simulate
 from ..timeline import peak_inflight
 from . import guard
 from .guard import SIMULATORS, derive_without
+from .normalise import Unreadable, as_data, schedule_rows
 
 #: (P, M) cases the graders use: small, P=1, M<P, M=P, odd sizes, the notebook's own example
 CASES = [(1, 1), (1, 5), (2, 1), (2, 2), (2, 3), (3, 2), (3, 7), (4, 8), (5, 3), (5, 5),
@@ -22,17 +23,26 @@ def _fail(msg: str):
 
 
 def _call(fn, *args):
-    """Call the student's function with the grader's library paths blocked; an
-    unimplemented stub becomes a clear AssertionError."""
+    """Call the student's function with the grader's library paths blocked and read its
+    answer with :func:`~.normalise.as_data` (the grade reads it alike after the wire); an
+    unimplemented stub or an unreadable answer becomes a clear AssertionError."""
     if not callable(fn):
         _fail(f"expected a function, got {type(fn).__name__}: define it with def")
     if getattr(fn, "remote", False):        # the grading sandbox's handle: no guard needed
-        return fn(*args)
+        return _readable(as_data(fn(*args)), fn)
     try:
-        return guard.call(fn, *args)
+        got = guard.call(lambda *a: as_data(fn(*a)), *args)    # a generator runs guarded too
     except NotImplementedError as e:
         raise AssertionError(f"{getattr(fn, '__name__', 'your function')} is not implemented "
                              f"yet ({e}) — replace the `raise NotImplementedError` line") from None
+    return _readable(got, fn)
+
+
+def _readable(got, fn):
+    if isinstance(got, Unreadable):
+        _fail(f"{getattr(fn, '__name__', 'your function')} returned something that cannot be "
+              f"graded: {got.text}")
+    return got
 
 
 def _close(a, b) -> bool:
@@ -136,8 +146,7 @@ def student_schedule(rows: Sequence[str], P: int, M: int) -> Schedule:
     from ..validate import ScheduleError, validate
     if rows is None or rows is Ellipsis:
         _fail("write your schedule first: one string of actions per rank")
-    if isinstance(rows, str):
-        rows = [ln for ln in rows.strip().splitlines() if ln.strip()]
+    rows = schedule_rows(rows)
     if len(rows) != P:
         _fail(f"expected {P} rows (one per rank), got {len(rows)}")
     try:

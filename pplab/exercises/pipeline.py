@@ -12,6 +12,7 @@ from ..partition import balanced_split
 from ..registry import make_schedule
 from .bubble import _call, _fail
 from .guard import derive_without
+from .normalise import schedule_rows
 
 #: (layer costs, parts): uniform, heavy embedding / head, one giant layer, parts = layers,
 #: a single part, odd sizes, the notebook's own example
@@ -179,8 +180,7 @@ def check_hand_written_1f1b(rows, P: int = 2, M: int = 4) -> Schedule:
     from ..validate import ScheduleError, validate
     if rows is None or rows is Ellipsis:
         _fail("write your schedule first: one line of actions per rank")
-    text = rows if isinstance(rows, str) else "\n".join(
-        r if isinstance(r, str) else " ".join(r) for r in rows)
+    text = "\n".join(str(r) for r in schedule_rows(rows))
     try:
         sched = Schedule.from_text(text, num_microbatches=M, name="yours")
         validate(sched)

@@ -16,6 +16,7 @@ from ..timeline import peak_inflight
 from ..validate import ScheduleError, validate
 from .bubble import _fail
 from .guard import derive_without
+from .normalise import schedule_rows
 
 PUZZLE_COSTS = Costs(tf=1.0, tb=2.0, tw=1.0)
 
@@ -58,9 +59,7 @@ PUZZLES = {
 def _schedule(rows, puzzle: Puzzle) -> Schedule:
     if rows is None or rows is Ellipsis:
         _fail("write your schedule first: one string of actions per rank")
-    if isinstance(rows, str):
-        rows = [ln for ln in rows.strip().splitlines() if ln.strip()]
-    rows = list(rows)
+    rows = schedule_rows(rows)
     if len(rows) != puzzle.P:
         _fail(f"expected {puzzle.P} rows (one per rank), got {len(rows)}")
     try:

@@ -11,6 +11,7 @@ from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from .bubble import _call, _fail, student_schedule
 from .guard import MESSAGE_PLANS, derive_without
+from .normalise import schedule_rows
 
 #: (L, P, V) cases for layer placement: remainders, V=1, P=1, the notebook's own example
 PLACEMENT_CASES = [(32, 4, 2), (8, 1, 2), (12, 3, 1), (10, 2, 2), (30, 4, 2), (24, 4, 3),
@@ -63,9 +64,7 @@ def check_layer_placement(layers_on_rank: Callable[[int, int, int, int], Sequenc
 def _rows(rows, P):
     if rows is None or rows is Ellipsis:
         _fail("write your schedule first: one string of actions per rank")
-    if isinstance(rows, str):
-        rows = [ln for ln in rows.strip().splitlines() if ln.strip()]
-    rows = list(rows)
+    rows = schedule_rows(rows)
     if len(rows) != P:
         _fail(f"expected {P} rows (one per rank), got {len(rows)}")
     return rows
@@ -101,7 +100,7 @@ def check_split_backward_schedule(rows, P: int = 2, M: int = 4,
 def check_fixed_schedule(rows, broken: Sequence[str], P: int, M: int) -> bool:
     """The fixed schedule must validate and run exactly the broken schedule's actions on each
     rank — only the order may change."""
-    rows = _rows(rows, P)
+    rows, broken = _rows(rows, P), schedule_rows(broken)
     for r, (mine, theirs) in enumerate(zip(rows, broken)):
         a, b = Counter(str(mine).split()), Counter(str(theirs).split())
         if a != b:
