@@ -10,6 +10,12 @@ time per request is the trusted side's ``timeout``. Run as root, the kernel drop
 of its own (so the process limit counts only its processes); as an ordinary user,
 bubblewrap makes an unprivileged user namespace.
 
+Each sandbox also gets a cgroup of its own (:mod:`.cgroups`) before it runs anything: its
+processes, its memory (all processes together) and its CPU weight are counted apart from
+every other sandbox's, so no sandbox can starve another. Where no cgroup can be had the
+rlimits above are all there is; :func:`limits_note` says in one line which promise is then
+weaker (as an ordinary user the process limit is per user, shared by concurrent sandboxes).
+
 Everything the kernel answers is read through :meth:`Sandbox.request`, which caps its
 size and time and never trusts its content.
 """
@@ -28,7 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .wire import MAX_REPLY
+from . import cgroups
+from .wire import MAX_REPLY, read_reply
 
 SCRATCH = "/scratch"
 LIBRARY = "/opt/pplab"
@@ -54,6 +61,13 @@ class Limits:
     cpu_seconds: int = 1800         # per process
     file_size: int = 256 << 20      # largest file the kernel may write
     open_files: int = 1024
+    sandbox_memory: int | None = None   # all its processes together (None: memory + 2 GiB)
+    cpus: float | None = None           # CPU quota of the sandbox (None: an equal share only)
+
+    def group_memory(self) -> int:
+        """The sandbox's cgroup memory cap: room for one process at its address-space limit
+        plus the memory-backed /tmp, scratch and /dev/shm it may fill."""
+        return self.sandbox_memory or self.memory + (2 << 30)
 
 
 def bwrap_path() -> str | None:
@@ -73,6 +87,27 @@ def unavailable() -> str | None:
         return ("bubblewrap cannot make a sandbox here: "
                 + (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1])
     return None
+
+
+def limits_note() -> str | None:
+    """The one line to show when sandboxes get no cgroup, saying which promise is weaker
+    (None when they get one). ``pplab grade`` prints it once per run."""
+    why = cgroups.unavailable()
+    if why is None:
+        return None
+    if os.geteuid() == 0:
+        return (f"no cgroup available ({why}): memory and CPU are limited per process, not "
+                "per sandbox; one submission can slow a concurrent one")
+    return (f"no cgroup available ({why}): process limits are per user; one submission can "
+            "starve a concurrent one")
+
+
+def _group(limits: Limits) -> cgroups.Group | None:
+    """The sandbox's own cgroup, or None (then only the rlimits hold: see limits_note)."""
+    try:
+        return cgroups.make(limits.processes, limits.group_memory(), limits.cpus)
+    except cgroups.Unavailable:
+        return None
 
 
 def _sandbox_uid(slot: int) -> int | None:
@@ -121,21 +156,25 @@ def _parents(path: str) -> list[str]:
     return out
 
 
-def _limits_fn(limits: Limits, uid: int | None):
-    """What the child sets before it becomes bwrap: limits first, then the uid (as root,
-    bwrap itself keeps root to mount; the kernel drops it: see ``_drop``)."""
+def _limits_fn(limits: Limits, uid: int | None, group: cgroups.Group | None = None):
+    """What the child sets before it becomes bwrap: its cgroup and limits first, then the uid
+    (as root, bwrap itself keeps root to mount; the kernel drops it: see ``_drop``)."""
     def apply():
         os.setsid()
+        if group is not None:       # before bwrap: everything the kernel starts is counted
+            group.add(os.getpid())
         for res, value in ((resource.RLIMIT_AS, limits.memory),
                            (resource.RLIMIT_CPU, limits.cpu_seconds),
                            (resource.RLIMIT_FSIZE, limits.file_size),
                            (resource.RLIMIT_NOFILE, limits.open_files),
                            (resource.RLIMIT_CORE, 0)):
             resource.setrlimit(res, (value, value))
-        if uid is None:     # unprivileged: the limit counts the user's own processes too
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes + _my_tasks(),) * 2)
-        else:
+        if group is not None:
+            return          # the group counts its tasks; a per-uid count could be shared
+        if uid is not None:     # root: a uid per sandbox, so the count is its own
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        else:                   # unprivileged: the limit counts the user's own processes too
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes + _my_tasks(),) * 2)
     return apply
 
 
@@ -170,6 +209,7 @@ class Sandbox:
         for name, text in ETC_FILES.items():
             (etc / name).write_text(text.format(uid=self.uid if self.uid is not None else 1000))
         os.chmod(self.dir, 0o755)
+        self.group = _group(limits)
         env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
                "HOME": SCRATCH, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": LIBRARY,
                "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/mpl",
@@ -188,10 +228,15 @@ class Sandbox:
             cmd, env = runner, dict(env, HOME=str(cwd), TMPDIR=str(cwd),
                                     PYTHONPATH=str(library))
         self.errors = self.dir / "kernel-start.err"     # bwrap's and Python's start-up errors
-        with open(self.errors, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=err, env=env, cwd=cwd,
-                                         preexec_fn=_limits_fn(limits, self.uid))
+        try:
+            with open(self.errors, "wb") as err:
+                self.proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env,
+                    cwd=cwd, preexec_fn=_limits_fn(limits, self.uid, self.group))
+        except BaseException:
+            if self.group is not None:
+                self.group.close()
+            raise
         self._buf = b""
 
     def request(self, req: dict, timeout: float) -> dict:
@@ -214,10 +259,8 @@ class Sandbox:
                 raise self._fail(f"it ran past {timeout:g} s and did not stop when "
                                  "interrupted")
         try:
-            reply = json.loads(line)
+            reply = read_reply(line)    # nesting past the JSON reader: a refused answer
         except ValueError:
-            raise self._fail("the sandboxed kernel answered something that is not data")
-        if not isinstance(reply, dict):
             raise self._fail("the sandboxed kernel answered something that is not data")
         if late:
             reply["timed_out"] = timeout
@@ -265,7 +308,8 @@ class Sandbox:
         return SandboxError(f"{why} ({tail.splitlines()[-1]})" if tail else why)
 
     def close(self) -> None:
-        """Stop the kernel and everything it started (its PID namespace dies with it)."""
+        """Stop the kernel and everything it started (its PID namespace dies with it; its
+        cgroup is emptied and removed)."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -275,6 +319,9 @@ class Sandbox:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        if self.group is not None:
+            self.group.close()
+            self.group = None
         for f in (self.proc.stdin, self.proc.stdout):
             try:
                 f.close()

@@ -27,6 +27,7 @@ from pplab.exercises import guard
 from pplab.exercises.hidden import TASKS
 from pplab.grading import sandbox, student_edition, verdict, wire
 from pplab.grading.execute import plan_runs
+from test_sandbox_cgroups import ordinary_user      # same folder (pytest puts it on the path)
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "01_bubble_and_1f1b"
@@ -388,13 +389,28 @@ def _outputs(out: Path, student: str) -> str:
 
 
 @pytest.mark.slow
-def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path):
+@pytest.mark.parametrize("who", ["this user", "an ordinary user"])
+def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path, who):
+    """As the test's user and, when that is root, again as an ordinary user (``nobody``, in a
+    cgroup delegated to it: the set-up the docs recommend for a shared server)."""
     why = sandbox.unavailable()
     if why:
         pytest.skip(why)
+    if who == "this user":
+        _grade_red_team_class(tmp_path, None)
+    elif os.geteuid() != 0:
+        pytest.skip("the tests run as an ordinary user already: the case above is this one")
+    else:
+        with ordinary_user(delegate=True) as user:
+            _grade_red_team_class(user.home, user)
+
+
+def _grade_red_team_class(tmp_path: Path, user) -> None:
+    """Grade the red-team class in ``tmp_path``, as ``user`` (see test_sandbox_cgroups.py)
+    or, when None, as the test's own user; then check every promise."""
     server = LoopbackServer()
     secret = f"pplab-canary-{uuid.uuid4()}"
-    canary = Path.home() / f".{secret}"
+    canary = (user.home if user else Path.home()) / f".{secret}"
     canary.write_text(secret)
     try:
         sub = _red_team_class(tmp_path, server.port, canary)
@@ -403,9 +419,13 @@ def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path):
         (source / NAME / f"{NAME}.ipynb").write_bytes(SOLUTION.read_bytes())
         before = _digest(sub)
         out = tmp_path / "grades.csv"
-        r = subprocess.run([sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out",
-                            str(out), "--source", str(source), "-j", "2", "--cell-timeout",
-                            "20", "--seed", "99"], capture_output=True, text=True, timeout=900)
+        cmd = [sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out", str(out),
+               "--source", str(source), "-j", "2", "--cell-timeout", "20", "--seed", "99"]
+        if user:
+            user.own(tmp_path)
+            r = user.run(cmd, timeout=900)
+        else:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     finally:
         canary.unlink()
         server.close()
@@ -466,21 +486,11 @@ with sandbox.Sandbox(lib) as box:
 
 
 @pytest.mark.slow
-def test_the_sandbox_works_for_an_ordinary_user(tmp_path):
-    """bubblewrap's unprivileged path (a user namespace), as an instructor without root."""
-    cmd = [sys.executable, "-c", AS_USER]
-    if os.geteuid() == 0:
-        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd
-        dirs = sandbox._python_dirs() + [str(ROOT)]
-        probe = subprocess.run(cmd[:4] + ["--inh-caps=-all", "--bounding-set=-all", "test",
-                                          "-r", dirs[0]] + [a for d in dirs[1:] for a in
-                                                            ("-a", "-x", d)],
-                               capture_output=True, text=True, env={"HOME": "/tmp"})
-        if probe.returncode != 0:
-            pytest.skip(f"an unprivileged user cannot read this Python or pplab ({dirs}): "
-                        "install them where other users can to test this path")
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                       env={"HOME": "/tmp", "PATH": os.environ["PATH"]}, cwd="/tmp")
+def test_the_sandbox_works_for_an_ordinary_user():
+    """bubblewrap's unprivileged path (a user namespace), as an instructor without root; as
+    root the test makes this Python readable to ``nobody`` and runs as that user."""
+    with ordinary_user() as user:
+        r = user.run([sys.executable, "-c", AS_USER], timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "'uid" in r.stdout and "FileNotFoundError" in r.stdout, r.stdout
 
