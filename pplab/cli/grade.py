@@ -40,7 +40,8 @@ def add_arguments(p) -> None:
                    help="one Slurm job per submission, submitted with submitit")
     p.add_argument("--slurm-partition", help="partition for --slurm (default: the cluster's)")
     p.add_argument("--resume", action="store_true",
-                   help="keep what a killed run finished; grade the rest with its seed")
+                   help="keep what a killed run finished; grade the rest with fresh hidden "
+                        "cases")
     p.add_argument("--memory", type=float, default=3.0,
                    help="GiB of address space per sandboxed process (default: 3)")
     p.add_argument("--no-sandbox", action="store_true",
@@ -73,13 +74,16 @@ def _check(args) -> tuple[Path, Path, Path | None, Path]:
 
 def main(args) -> int:
     from ..grading.classroom import Options, grade_class
-    from ..grading.sandbox import unavailable
+    from ..grading.sandbox import limits_note, unavailable
     submitted, out, course_dir, source = _check(args)
     if not args.no_sandbox:
         why = unavailable()
         if why:
             raise UsageError(f"cannot sandbox the submissions: {why}. Fix that, or pass "
                              "--no-sandbox to grade without one (their code then runs as you)")
+        note = limits_note()         # before any worker starts: it may move this process
+        if note:
+            print(f"pplab: {note}", file=sys.stderr)
     if args.slurm:
         from ..probe.slurm import unavailable_reason
         why = unavailable_reason()

@@ -7,8 +7,9 @@ run in a notebook's own kernel (the solutions under nbval, an instructor trying 
 submission by hand): a rehearsal, not the grade. In a kernel,
 
 * a lookup table of the visible cases fails: hidden cases come from a generator seeded by
-  ``PPLAB_GRADE_SEED`` (``pplab grade`` draws one per run and prints it; unset, a fresh seed
-  is drawn), so no table written before grading holds them;
+  ``PPLAB_GRADE_SEED`` (``pplab grade`` draws a fresh one every run, ``--resume`` included,
+  and shows only its :func:`seed_digest`; unset, a fresh seed is drawn), so no table written
+  before grading holds them;
 * casual patches of a grader or the library do not reach it: :func:`grade` loads a fresh,
   private copy of pplab's pure core from the installed files (under another module name).
   Code in the same process can still reach that copy (docs/teaching.md, threat model):
@@ -181,5 +182,5 @@ def grade(check: str, *answers, **kwargs):
     if cases is not None:
         kwargs["cases"] = cases
     result = grader(*answers, **kwargs)
-    print(f"hidden tests passed (seed {grading_seed()}) ✓")
+    print(f"hidden tests passed (seed digest {seed_digest(grading_seed())}) ✓")
     return result

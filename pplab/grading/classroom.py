@@ -2,16 +2,24 @@
 one Slurm job each through submitit, with progress, an ETA, and results that survive a
 killed run.
 
-Layout next to ``--out`` (``grades.csv``): ``grades.csv.parts/`` holds ``run.json`` (the
-seed and sources, so ``--resume`` grades the rest exactly as the first part was graded),
-``master/`` (the scratch nbgrader course every job copies), and ``results/<student>/
-<assignment>.json`` written atomically as each job ends. The CSV and feedback are built
-from the results at the end, so they always match them.
+Layout next to ``--out`` (``grades.csv``): ``grades.csv.parts/`` (the instructor's only,
+mode 0700) holds ``run.json`` (the sources), ``seeds`` (every run's hidden-case seed with its
+digest, mode 0600), ``master/`` (the scratch nbgrader course every job copies), and
+``results/<student>/<assignment>.json`` written atomically as each job ends. The CSV and
+feedback are built from the results at the end, so they always match them.
+
+Every run draws fresh hidden cases, ``--resume`` included (a resumed run grades the rest with
+a seed of its own, so no table built from an earlier run's cases holds them). Only the seed's
+digest is printed or written into results and feedback; ``seeds`` maps it back, so a
+dispute can be reproduced with ``--seed``. Student and assignment folders are never followed
+through a link (:mod:`.safe_paths`), and every feedback page is cleaned of active content
+(:mod:`.sanitize`) before the instructor opens it.
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import select
 import shutil
 import signal
@@ -23,7 +31,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import course, scores
+from ..exercises.hidden import seed_digest
+from . import course, safe_paths, sanitize, scores
 from .job import write_atomic
 
 
@@ -33,7 +42,7 @@ class Options:
     out: Path
     source: Path
     course_dir: Path | None
-    seed: int
+    seed: int | None            # None: drawn now (a fresh one every run, resume included)
     jobs: int
     timeout: float
     cell_timeout: int
@@ -58,13 +67,16 @@ def _state(opts: Options) -> Path:
 
 
 def prepare(opts: Options) -> tuple[Path, list[str]]:
-    """The state folder with its master course; with ``resume``, the first run's seed."""
+    """The state folder with its master course (kept with ``resume``), and this run's own
+    seed recorded in it. The seed is never reused: ``--resume`` grades the rest with new
+    cases."""
     state = _state(opts)
-    run_file = state / "run.json"
-    if opts.resume and run_file.exists():
-        opts.seed = json.loads(run_file.read_text())["seed"]
-    else:
+    if not opts.resume:
         shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(parents=True, exist_ok=True)
+    os.chmod(state, 0o700)          # specs and Slurm's pickles hold the seed: the instructor's
+    if opts.seed is None:
+        opts.seed = secrets.randbits(32)
     master = state / "master"
     if not (master / ".ready").exists():
         shutil.rmtree(master, ignore_errors=True)
@@ -79,8 +91,25 @@ def prepare(opts: Options) -> tuple[Path, list[str]]:
                                    f"{unreadable_notebook(opts.source) or root_cause(str(e))}"
                                    ) from None
         (master / ".ready").write_text("")
-        write_atomic(run_file, {"seed": opts.seed, "source": str(opts.source)})
+        write_atomic(state / "run.json", {"source": str(opts.source)})
+    record_seed(state, opts.seed, opts.resume)
     return state, course.assignments(master / "source")
+
+
+SEEDS = "seeds"     # the state folder's file of real seeds: the instructor's only (0600)
+
+
+def record_seed(state: Path, seed: int, resume: bool) -> None:
+    """Append this run's seed and its digest to the instructor-only seeds file."""
+    state.mkdir(parents=True, exist_ok=True)
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = f"{when} digest={seed_digest(seed)} seed={seed}{' (resumed)' if resume else ''}\n"
+    fd = os.open(state / SEEDS, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
 
 
 #: lines of an nbgrader log that say what really went wrong (its own summary, "error
@@ -119,7 +148,7 @@ def _notebooks(master: Path, assignment: str) -> list[dict]:
 def _spec(opts, state, master, student, assignment) -> dict:
     work = state / "work" / student / assignment
     return {"student": student, "assignment": assignment, "seed": opts.seed,
-            "submitted": str(opts.submitted.resolve()), "master": str(master),
+            "submitted": str(opts.submitted), "master": str(master),
             "workdir": str(work), "result": str(_result_path(state, student, assignment)),
             "notebooks": _notebooks(master, assignment), "cell_timeout": opts.cell_timeout,
             "sandbox": opts.sandbox, "memory_gb": opts.memory_gb,
@@ -159,7 +188,7 @@ class Worker:
             self._start()
         path = Path(spec["workdir"]).with_suffix(".spec.json")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(spec))
+        write_private(path, json.dumps(spec))       # it holds the seed
         try:
             self.proc.stdin.write(f"{path}\n".encode())
             self.proc.stdin.flush()
@@ -175,7 +204,10 @@ class Worker:
         if not answer or not result_file.exists():
             self.stop()
             return _failed(spec, f"the grading job failed: {self._last_log_line()}")
-        return json.loads(result_file.read_text())
+        result = json.loads(result_file.read_text())
+        if result.get("trusted_limit"):     # that worker is ending: the next job starts anew
+            self.stop()
+        return result
 
     def _last_log_line(self) -> str:
         try:
@@ -194,9 +226,17 @@ class Worker:
             self.proc = None
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (a job's spec holds the real seed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 def _failed(spec: dict, why: str) -> dict:
     result = {"ok": False, "why": why, "student": spec["student"],
-              "assignment": spec["assignment"], "seed": spec["seed"]}
+              "assignment": spec["assignment"], "seed_digest": seed_digest(spec["seed"])}
     write_atomic(Path(spec["result"]), result)
     return result
 
@@ -256,13 +296,14 @@ def run_jobs(opts: Options, specs: list[dict], progress: Progress) -> None:
 
 
 def grade_class(opts: Options) -> int:
-    students = sorted(p.name for p in opts.submitted.iterdir() if p.is_dir())
+    students = safe_paths.subfolders(opts.submitted)
     state, names = prepare(opts)
     master = state / "master"
     pairs = [(s, a) for s in students for a in names]
     todo = [(s, a) for s, a in pairs if not _result_path(state, s, a).exists()]
-    print(f"grading {len(students)} students × {len(names)} assignments (hidden-case seed "
-          f"{opts.seed}); {len(pairs) - len(todo)} already graded, {len(todo)} to go, "
+    print(f"grading {len(students)} students × {len(names)} assignments (hidden cases: seed "
+          f"digest {seed_digest(opts.seed)}, the seed is in {state / SEEDS}); "
+          f"{len(pairs) - len(todo)} already graded, {len(todo)} to go, "
           f"{'on Slurm' if opts.slurm else f'{opts.jobs} at a time'}"
           f"{'' if opts.sandbox else ' — WITHOUT a sandbox (--no-sandbox)'}", flush=True)
     for s, _ in todo:
@@ -284,41 +325,46 @@ def feedback_dir(opts: Options) -> Path:
 EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
-def _exchange_files(submitted: Path, feedback: Path) -> None:
+def _exchange_files(submitted: Path, student: str, assignment: str, feedback: Path) -> None:
     """Copy a collected submission's timestamp and secret next to its feedback (small
-    regular files only, never through a link)."""
-    for name in EXCHANGE_FILES:
-        try:
-            fd = os.open(submitted / name, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(4096)
-        (feedback / name).write_bytes(data)
+    regular files only, no component of their path followed through a link)."""
+    try:
+        with safe_paths.folder(submitted, student, assignment) as fd:
+            for name in EXCHANGE_FILES:
+                try:
+                    data = safe_paths.read_file(fd, name, name, 4096)
+                except OSError:
+                    continue
+                (feedback / name).write_bytes(data[:4096])
+    except OSError:
+        return
 
 
 def collect(opts, state, master, students, names) -> list[tuple]:
     """Rows for the CSV from the results; feedback pages copied; the course's gradebook
     updated when grading in the instructor's own course. There the feedback folder is
     nbgrader's, which ``nbgrader release_feedback`` sends: no page is written for an
-    assignment the student never handed in (the exchange could not deliver it)."""
+    assignment the student never handed in (the exchange could not deliver it). Every page
+    is cleaned of active content here, whoever wrote it."""
     rows, fb = [], feedback_dir(opts)
     for student in students:
         for name in names:
             result = json.loads(_result_path(state, student, name).read_text())
             tasks = [t for nb in _notebooks(master, name) for t in nb["tasks"]]
             work = state / "work" / student / name
-            handed_in = (opts.submitted / student / name).is_dir()
+            handed_in = safe_paths.present(opts.submitted, student, name)
             if result.get("ok"):
                 got = [tuple(r) for r in result["scores"]]
                 if (work / "feedback").is_dir():
-                    shutil.copytree(work / "feedback", fb / student / name, dirs_exist_ok=True)
+                    shutil.copytree(work / "feedback", fb / student / name, dirs_exist_ok=True,
+                                    symlinks=True)
             else:
                 got = [(t, 0.0, p) for t, p in tasks]
                 if handed_in or not opts.course_dir:
                     scores.write_note(fb / student / name, name, result.get("why", "?"), tasks)
             if handed_in and (fb / student / name).is_dir():
-                _exchange_files(opts.submitted / student / name, fb / student / name)
+                _exchange_files(opts.submitted, student, name, fb / student / name)
+            sanitize.clean_folder(fb / student / name)      # the pages the instructor opens
             rows += [(student, name, t, s, m) for t, s, m in got]
             if opts.course_dir and result.get("ok"):
                 scores.record(opts.course_dir, student, name, work, _notebooks(master, name),

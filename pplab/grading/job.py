@@ -1,11 +1,14 @@
 """Grade one (student, assignment): nbgrader's autograde and feedback in a private copy of
 the course, with :class:`.execute.SandboxExecute` in place of nbgrader's ``Execute``.
 
-Each job reads the instructor's submitted notebooks (regular files only, size-capped; a
-link is refused, so a "notebook" cannot point the trusted grader at another file) into a
-folder of its own, so concurrent jobs share no gradebook and no submission is ever
-written. The result (scores per task, or why it could not be graded) is written
-atomically as JSON, so a killed run loses nothing that finished (``--resume``).
+Each job reads the instructor's submitted notebooks (regular files only, size-capped; no
+component of the path, from ``/`` to the notebook, is followed if it is a link: a student or
+assignment folder that links to the answer key is refused, naming it) into a folder of its
+own, so concurrent jobs share no gradebook and no submission is ever written. The feedback
+it keeps is cleaned of active content (:mod:`.sanitize`) and shows the hidden cases' seed
+only as its digest. The result (scores per task, or why it could not be graded) is written
+atomically as JSON, so a killed run loses nothing that finished (``--resume``). The job
+process runs under memory and CPU limits of its own (:mod:`.trusted_limits`).
 
 ``python -m pplab.grading.job SPEC.json`` runs one job, ``python -m pplab.grading.job
 --serve`` one job per line of stdin (the local workers of ``-j``); ``run(spec)`` is the
@@ -22,6 +25,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..exercises.hidden import seed_digest
+from . import safe_paths, sanitize, trusted_limits
+
 MAX_NOTEBOOK = 20 << 20         # bytes: a submitted notebook larger than this is refused
 
 AUTOGRADE_STEPS = ["pplab.grading.execute.SandboxExecute",
@@ -33,29 +39,37 @@ AUTOGRADE_STEPS = ["pplab.grading.execute.SandboxExecute",
                    "nbgrader.preprocessors.CheckCellMetadata"]
 
 
-def _copy_submission(src: Path, dest: Path) -> str | None:
-    """Copy the submitted notebooks; why not, if they cannot be taken."""
+def _copy_submission(root: Path, student: str, assignment: str, dest: Path) -> str | None:
+    """Copy the submitted notebooks; why not, if they cannot be taken. Every component from
+    ``/`` down to each notebook is opened without following links (:mod:`.safe_paths`)."""
     dest.mkdir(parents=True)
-    for path in sorted(src.iterdir()) if src.is_dir() else []:
-        if not path.name.endswith(".ipynb"):
-            continue
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return f"{path.name} is a link or cannot be read; submit the notebook file itself"
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return f"{path.name} is not a regular file"
-            if info.st_size > MAX_NOTEBOOK:
-                return f"{path.name} is {info.st_size >> 20} MB; the limit is " \
-                       f"{MAX_NOTEBOOK >> 20} MB"
-            data = f.read(MAX_NOTEBOOK + 1)
-        try:
-            json.loads(data)
-        except ValueError:
-            return f"{path.name} is not a notebook (not JSON)"
-        (dest / path.name).write_bytes(data)
+    try:
+        with safe_paths.folder(root, student, assignment) as fd:
+            for entry in safe_paths.entries(fd):
+                why = _take(fd, entry, f"{student}/{assignment}/{entry.name}", dest)
+                if why:
+                    return why
+    except FileNotFoundError:
+        return None                         # nothing handed in: said by the caller
+    except OSError as e:                    # LinkRefused names the link
+        return str(e)
+    return None
+
+
+def _take(fd: int, entry: os.DirEntry, shown: str, dest: Path) -> str | None:
+    """Copy one entry of the assignment folder if it is a notebook; refuse any link."""
+    if entry.is_symlink():
+        return str(safe_paths.LinkRefused(shown))
+    if not entry.name.endswith(".ipynb"):
+        return None
+    data = safe_paths.read_file(fd, entry.name, shown, MAX_NOTEBOOK)
+    if len(data) > MAX_NOTEBOOK:
+        return f"{entry.name} is larger than the {MAX_NOTEBOOK >> 20} MB limit"
+    try:
+        json.loads(data)
+    except ValueError:
+        return f"{entry.name} is not a notebook (not JSON)"
+    (dest / entry.name).write_bytes(data)
     return None
 
 
@@ -97,31 +111,68 @@ def _grade(spec: dict, course: Path) -> dict:
 
 
 def run(spec: dict) -> dict:
-    """Grade one submission in ``spec["workdir"]``; write and return its result."""
+    """Grade one submission in ``spec["workdir"]``; write and return its result. The job runs
+    under the trusted side's own memory and CPU limits (:mod:`.trusted_limits`): one that
+    hits them ends as this submission's error line (``trusted_limit`` set in the result)."""
     start = time.monotonic()
     work = Path(spec["workdir"])
+    try:
+        with trusted_limits.bounded():
+            result = _run(spec, work)
+    except (MemoryError, trusted_limits.TrustedLimitExceeded) as e:
+        result = {"ok": False, "why": trusted_limits.why(e), "trusted_limit": True}
+    finally:
+        shutil.rmtree(work / "course", ignore_errors=True)
+    result.update(student=spec["student"], assignment=spec["assignment"],
+                  seed_digest=seed_digest(spec["seed"]),
+                  seconds=round(time.monotonic() - start, 2))
+    write_atomic(Path(spec["result"]), result)
+    return result
+
+
+def _run(spec: dict, work: Path) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     course = work / "course"
     shutil.copytree(spec["master"], course, ignore=shutil.ignore_patterns(
         "submitted", "autograded", "feedback", "*.db-journal"))
     student, assignment = spec["student"], spec["assignment"]
-    why = _copy_submission(Path(spec["submitted"]) / student / assignment,
+    why = _copy_submission(Path(spec["submitted"]), student, assignment,
                            course / "submitted" / student / assignment)
     os.environ["PPLAB_GRADE_SEED"] = str(spec["seed"])
     os.environ.setdefault("PPLAB_EDITION_CACHE", spec.get("edition_cache", ""))
     if why is None and not any((course / "submitted" / student / assignment).glob("*.ipynb")):
         why = f"{assignment} was not submitted"
     result = {"ok": False, "why": why} if why else _grade(spec, course)
-    result.update(student=student, assignment=assignment, seed=spec["seed"],
-                  seconds=round(time.monotonic() - start, 2))
     if result["ok"]:
-        fb = course / "feedback" / student / assignment
-        if fb.is_dir():
-            shutil.copytree(fb, work / "feedback", dirs_exist_ok=True)
-        shutil.copytree(course / "autograded" / student / assignment, work / "autograded")
-    shutil.rmtree(course, ignore_errors=True)
-    write_atomic(Path(spec["result"]), result)
+        _keep(course, student, assignment, work, spec["seed"])
     return result
+
+
+def _keep(course: Path, student: str, assignment: str, work: Path, seed: int) -> None:
+    """Keep the feedback (cleaned of active content, the seed shown only as its digest) and
+    the autograded notebooks; the private course is removed after."""
+    done = course / "autograded" / student / assignment
+    fb = course / "feedback" / student / assignment
+    for folder in (fb, done):
+        hide_seed(folder, seed)
+    sanitize.clean_folder(fb)
+    if fb.is_dir():
+        shutil.copytree(fb, work / "feedback", dirs_exist_ok=True, symlinks=True)
+    shutil.copytree(done, work / "autograded", symlinks=True)
+
+
+def hide_seed(folder: Path, seed: int) -> None:
+    """Show ``seed {digest}`` wherever a page or notebook says ``seed {seed}``: the hidden
+    cases' seed stays in the instructor's own file (:mod:`.classroom`), never in feedback."""
+    pattern = re.compile(rf"\bseed {int(seed)}\b")
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if path.is_file() and not path.is_symlink() and path.suffix in (".html", ".ipynb"):
+            text = path.read_text(errors="replace")
+            if pattern.search(text):
+                mode = path.stat().st_mode
+                path.chmod(mode | stat.S_IWUSR)       # nbgrader leaves autograded files read-only
+                path.write_text(pattern.sub(f"seed {seed_digest(seed)}", text))
+                path.chmod(mode)
 
 
 def write_atomic(path: Path, data: dict) -> None:
@@ -137,9 +188,11 @@ def serve() -> None:
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     for line in sys.stdin:
-        run(json.loads(Path(line.strip()).read_text()))
+        result = run(json.loads(Path(line.strip()).read_text()))
         out.write("done\n")
         out.flush()
+        if result.get("trusted_limit"):     # a fresh worker for the next job
+            break
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """``pplab grade --slurm``: one Slurm job per submission, submitted with submitit.
 
-Each job runs :func:`.job.run` on a compute node, with the same sandbox as a local run;
+Each job runs :func:`.job.run` on a compute node, with the same sandbox as a local run (and
+the same limits on the trusted job process, :mod:`.trusted_limits`);
 the state folder (next to ``--out``) must be on a file system the nodes share, as
 submitit's own job folder must. Results arrive as the jobs write them, so progress, the
 ETA and ``--resume`` work as they do locally.
@@ -13,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..exercises.hidden import seed_digest
 from .job import run, write_atomic
 
 
@@ -24,7 +26,7 @@ def _failure(spec: dict, job) -> dict:
     lines = [ln for ln in why.splitlines() if ln.strip()]
     result = {"ok": False, "why": f"the grading job failed on Slurm: {lines[-1][:300]}",
               "student": spec["student"], "assignment": spec["assignment"],
-              "seed": spec["seed"]}
+              "seed_digest": seed_digest(spec["seed"])}
     write_atomic(Path(spec["result"]), result)
     return result
 

@@ -14,7 +14,7 @@ import pplab
 from pplab.cli import main as cli
 from pplab.exercises import check_bubble_formulas, check_one_f_one_b_rank
 from pplab.exercises.bubble import CASES
-from pplab.exercises.hidden import draw_cases, grade
+from pplab.exercises.hidden import draw_cases, grade, seed_digest
 from pplab.exercises.puzzles import PUZZLES, builtin_scores, check_puzzle
 
 from puzzle_answers import ANSWERS  # noqa: E402
@@ -281,7 +281,7 @@ def _processes_naming(text: str) -> list[int]:
 @pytest.mark.slow
 def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path, sandboxed):
     """Kill ``pplab grade`` once two results are written; ``--resume`` grades only the
-    rest, with the first run's seed, and the CSV has every row."""
+    rest, with a seed of its own (never the killed run's), and the CSV has every row."""
     import os
     import signal
     import time
@@ -312,7 +312,8 @@ def test_resume_after_a_killed_run_regrades_nothing_and_loses_nothing(tmp_path, 
                        text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert f"{len(first)} already graded, {5 - len(first)} to go" in r.stdout
-    assert "seed 31" in r.stdout                    # the killed run's seed, not --seed 77
+    assert f"seed digest {seed_digest(77)}" in r.stdout      # its own seed, shown as a digest
+    assert "seed 31" not in r.stdout and "seed 77" not in r.stdout
     assert {p: p.stat().st_mtime_ns for p in first} == first    # nothing regraded
     with open(out, newline="") as f:
         rows = list(csv.reader(f))[1:]
