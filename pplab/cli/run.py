@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from . import add_cost_arguments, cost_values
@@ -105,17 +104,15 @@ def _check(args) -> None:
         raise ValueError("--tf/--tb/--tw/--tfb only make sense with --emulate")
 
 
-def _check_class_limits(P: int, nnodes: int | None) -> None:
-    """In a class (pplab.probe.policy): a multi-node run within its node, per-node and partition
-    limits; a run on one node within the server's cores. PolicyError (a ValueError) if not."""
-    from ..probe.policy import limits
-    policy = limits()
-    if policy is None:
-        return
-    if nnodes and nnodes > 1:
-        policy.check_cluster(nnodes, -(-P // nnodes), os.environ.get("SLURM_JOB_PARTITION"), 0)
-    else:
-        policy.check_local(P)
+def _check_class_limits(P: int, nnodes: int | None, timeout: float) -> None:
+    """In a class (pplab.probe.policy), the run panel's limits: a cluster run's nodes,
+    processes per node, partition, account/QOS and minutes (its ``--timeout``, and its
+    Slurm job's time limit); a run on one node within the server's cores. PolicyError (a
+    ValueError: one line, which limit and who sets it) if not."""
+    from ..probe.policy import limits, slurm_job
+    policy, nnodes = limits(), nnodes or 1
+    if policy is not None:         # (a one-node run needs nothing of Slurm: squeue not asked)
+        policy.check_run(P, nnodes, timeout, slurm_job() if nnodes > 1 else None)
 
 
 def main(args) -> int:
@@ -127,7 +124,7 @@ def main(args) -> int:
     progress = None if args.json else (lambda m: print(m, file=sys.stderr, flush=True))
     from ..runtime.cluster import resolve_nodes    # flags, else a multi-node srun step's
     nnodes, node_rank, endpoint = resolve_nodes(args.nnodes, args.node_rank, args.rdzv_endpoint)
-    _check_class_limits(args.P, nnodes)
+    _check_class_limits(args.P, nnodes, args.timeout)
     try:
         res = run_schedule(args.schedule, P=args.P, M=args.M, V=args.V, steps=args.steps,
                            emulate=emulate, recompute=args.recompute, timeout=args.timeout,

@@ -4,7 +4,9 @@ from __future__ import annotations
 import csv
 import html
 import json
+import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 COLUMNS = ["student", "assignment", "task", "score", "max_score"]
@@ -21,12 +23,47 @@ def graded_tasks(notebook: Path) -> list[tuple[str, float]]:
     return out
 
 
+#: what sqlite's message means for the instructor, by a phrase in it
+SQLITE_CAUSES = (
+    ("file is not a database", "is not an sqlite database (damaged, or another file of that "
+                               "name)"),
+    ("database is locked", "is locked by another program (the formgrader, or another nbgrader "
+                           "command): close it"),
+    ("readonly database", "cannot be written: check its owner and mode, and its folder's"),
+    ("unable to open database file", "cannot be opened: its folder is missing or cannot be "
+                                     "written"),
+)
+
+
+def gradebook_problem(path: Path, error: Exception) -> str:
+    """One line: which gradebook, and what is wrong with it (not nbgrader's "db upgrade")."""
+    text = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+    why = next((means for phrase, means in SQLITE_CAUSES if phrase in text), None)
+    return f"the gradebook {path} {why}" if why else f"the gradebook {path}: {text[:200]}"
+
+
+@contextmanager
+def gradebook(folder: Path, then: str = ""):
+    """nbgrader's Gradebook of the course in ``folder``; a database error, or a record it
+    lacks, as a RuntimeError whose one line names the file and the cause (+ ``then``)."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from .course import nbgrader_env
+    os.environ["PATH"] = nbgrader_env()["PATH"]      # a new gradebook runs `alembic` from PATH
+    path = Path(folder) / "gradebook.db"
+    try:
+        with Gradebook(f"sqlite:///{path}") as gb:
+            yield gb
+    except (SQLAlchemyError, MissingEntry) as e:
+        raise RuntimeError(gradebook_problem(path, e) + then) from None
+
+
 def scores(root: Path, student: str, assignment: str, notebook: str,
            tasks: list[tuple[str, float]]) -> list[tuple[str, float, float]]:
     """(task, score, max_score) from the course's gradebook."""
-    from nbgrader.api import Gradebook
     out = []
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+    with gradebook(root) as gb:
         for task, points in tasks:
             grade = gb.find_grade(task, notebook, assignment, student)
             out.append((task, float(grade.score), float(grade.max_score)))
@@ -52,13 +89,16 @@ def write_note(folder: Path, assignment: str, reason: str, tasks) -> Path:
     return path
 
 
+#: said after a failure to write the course's gradebook: nothing graded is lost
+RESUME = "; every result is kept: fix it, then run the same command with --resume"
+
+
 def record(course_dir: Path, student: str, assignment: str, work: Path, notebooks: list,
            got: list) -> None:
     """Write a job's scores into the instructor's own gradebook (jobs grade in private
     copies, so only this process ever writes it) and keep the autograded notebook there."""
-    from nbgrader.api import Gradebook
     score = {task: s for task, s, _ in got}
-    with Gradebook(f"sqlite:///{Path(course_dir) / 'gradebook.db'}") as gb:
+    with gradebook(course_dir, RESUME) as gb:
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student)
         for nb in notebooks:

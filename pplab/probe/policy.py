@@ -84,6 +84,27 @@ class Limits:
                                    f"only {fixed!r}" if fixed else f"no {name} of your own",
                                    name)
 
+    def check_charged(self, account: str | None, qos: str | None) -> None:
+        """A job already running (``pplab run`` under srun): charged to the class's account
+        and QOS where the class sets them (Slurm gives every job some account and QOS)."""
+        for name, asked, fixed in (("account", account, self.account), ("qos", qos, self.qos)):
+            if fixed and asked and asked != fixed:
+                raise self.refusal(f"{name} {asked!r}", f"only {fixed!r}", name)
+
+    def check_run(self, P: int, nnodes: int, timeout: float, job: "SlurmJob | None") -> None:
+        """``pplab run`` of P processes on ``nnodes`` nodes, checked as the run panel is: a run
+        on more than one node (``srun -N2 pplab run``) within the nodes, processes per node,
+        partition, account/QOS and minutes (the longer of its ``timeout`` and its Slurm job's
+        limit); a run on one node within its cores. (One node inside a Slurm job is a local
+        run: a student's JupyterLab may itself be a Slurm job, on the hub's partition.)"""
+        if nnodes <= 1:
+            self.check_local(P)
+            return
+        minutes = max(whole_minutes(timeout), job.minutes if job else 0)
+        self.check_cluster(nnodes, -(-P // nnodes), job.partition if job else None, minutes)
+        if job is not None:
+            self.check_charged(job.account, job.qos)
+
     def local_cap(self) -> int | None:
         """Most processes a run on the student's own server may start (None: no cap)."""
         if self.local_procs == "cores":
@@ -100,6 +121,61 @@ class Limits:
     def slurm_options(self) -> dict:
         """What every job of the class carries: its account and QOS, when set."""
         return {k: v for k, v in (("account", self.account), ("qos", self.qos)) if v}
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    """What Slurm tells a job's steps about it (``srun pplab run``)."""
+    partition: str | None
+    account: str | None
+    qos: str | None
+    minutes: int                        # its time limit (0: Slurm did not say)
+
+
+def whole_minutes(seconds: float) -> int:
+    return max(1, int(-(-seconds // 60)))
+
+
+def slurm_minutes(text: str) -> int:
+    """Slurm's time limit text (``10:00``, ``1:30:00``, ``1-00:00:00``) in whole minutes;
+    0 where it is none of those (``UNLIMITED``, empty)."""
+    days, _, clock = text.strip().rpartition("-")
+    parts = clock.split(":")
+    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3 or \
+            (days and not days.isdigit()):
+        return 0
+    nums = [int(p) for p in parts] if len(parts) > 1 else [int(parts[0]), 0]   # MM alone
+    h, m, sec = ([0] + nums)[-3:]
+    return whole_minutes((int(days or 0) * 24 * 60 + h * 60 + m) * 60 + sec)
+
+
+def job_time_limit(job_id: str) -> str:
+    """The job's time limit as squeue prints it ("" where squeue cannot say)."""
+    import subprocess
+    try:
+        r = subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%l"], capture_output=True,
+                           text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def slurm_job(env=None, ask=job_time_limit) -> SlurmJob | None:
+    """The Slurm job this process runs in, from its environment; None outside Slurm. Its
+    time limit: ``SLURM_JOB_END_TIME`` − ``SLURM_JOB_START_TIME`` (Slurm ≥ 23.02), else
+    what ``ask`` (squeue) says for the job; 0 where neither says."""
+    env = os.environ if env is None else env
+    job_id = env.get("SLURM_JOB_ID")
+    if not job_id:
+        return None
+    try:
+        minutes = whole_minutes(int(env["SLURM_JOB_END_TIME"]) -
+                                int(env["SLURM_JOB_START_TIME"]))
+    except (KeyError, ValueError):
+        minutes = slurm_minutes(ask(job_id))
+    return SlurmJob(partition=env.get("SLURM_JOB_PARTITION") or None,
+                    account=env.get("SLURM_JOB_ACCOUNT") or None,
+                    qos=env.get("SLURM_JOB_QOS") or None, minutes=minutes)
 
 
 def server_cores() -> int:

@@ -7,6 +7,7 @@ with the class's course id and exchange (they failed there with "No course id sp
 The kit running for real, end to end, is test_journey_local.py and test_journey_slurm.py."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -23,7 +24,15 @@ from pplab.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE = "01_bubble_and_1f1b"
-RELEASE_CMD = f"nbgrader release_assignment {ONE}"      # docs/teaching.md, A term step 2
+#: the instructor's and students' nbgrader commands, as docs/teaching.md writes them
+RELEASE_CMD = f"nbgrader release_assignment {ONE}"
+FETCH_CMD, SUBMIT_CMD = f"nbgrader fetch_assignment {ONE}", f"nbgrader submit {ONE}"
+COLLECT_CMD, EXPORT_CMD = f"nbgrader collect {ONE}", "nbgrader export --to lms.csv"
+#: grading in the course folder (the journey grades in the sandbox; this test without it)
+GRADE_CMD = "pplab grade submitted --course . --out grades.csv -j 1 --no-sandbox"
+#: making nbgrader's own exchange folder, for a term without a class (teaching.md)
+DEFAULT_EXCHANGE = "/usr/local/share/nbgrader/exchange"
+NO_CLASS_EXCHANGE_CMDS = (f"mkdir -p {DEFAULT_EXCHANGE}", f"chmod 0777 {DEFAULT_EXCHANGE}")
 
 
 # ---- lessons ------------------------------------------------------------------------------
@@ -155,6 +164,44 @@ def test_up_before_init_names_the_missing_step(tmp_path, monkeypatch, capsys):
         "classroom init first")
 
 
+def test_the_first_init_prints_each_step(tmp_path, monkeypatch, capsys):
+    """What ``pplab classroom init`` prints the first time, one line per step (the accounts
+    and nbgrader's run are recorded, not made: the journey tests make them for real)."""
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 0)
+    done = []
+
+    def run(cmd, say, **kw):
+        say("$ " + " ".join(cmd))
+        done.append(cmd)
+        plain = cmd[cmd.index("--") + 1:] if "--" in cmd else cmd
+        if plain[0] in ("mkdir", "cp"):                   # the course folder's files
+            subprocess.run(plain, check=True)
+    monkeypatch.setattr(setup, "run", run)
+    ini, home, course = tmp_path / "c.ini", tmp_path / "hub", tmp_path / "course"
+    sets = [f"home={home}", f"course_dir={course}", f"exchange={tmp_path / 'x'}",
+            "students=pplab-test-none-s", "instructors=pplab-test-none-i",
+            "grader=pplab-test-none-g"]
+    assert main(["classroom", "init", "--settings", str(ini),
+                 *[a for kv in sets for a in ("--set", kv)]]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"wrote {ini} (the class's settings and limits: edit it, then run init " \
+                     "again)"
+    for line in (f"wrote {home / 'jupyterhub_config.py'}",
+                 f"wrote {home / 'jupyter' / 'nbgrader_config.py'}",
+                 "$ groupadd pplab-test-none-s", "$ groupadd pplab-test-none-i",
+                 f"made the exchange {tmp_path / 'x'}", f"chmod 0777 {tmp_path / 'x'}",
+                 f"$ runuser -u pplab-test-none-g -- mkdir -p {course / 'source'}",
+                 f"$ runuser -u pplab-test-none-g -- {sys.prefix}/bin/nbgrader "
+                 "generate_assignment *"):
+        assert line in out, (line, out)
+    assert any(ln.startswith("$ useradd --system") and ln.endswith(" pplab-test-none-g")
+               for ln in out)
+    assert out[-1].startswith("ready: pplab for the Unix groups pplab-test-none-s (students)")
+    assert out[-1].endswith("start the hub with: pplab classroom up")
+    assert sorted(p.name for p in (course / "source").iterdir()) == \
+        sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+
+
 @pytest.mark.parametrize("args, words", [
     (["--set", "novalue"], "--set takes KEY=VALUE, got 'novalue'"),
     (["--set", "=x"], "--set takes KEY=VALUE, got '=x'")])
@@ -165,35 +212,109 @@ def test_bad_set_is_one_line(args, words, tmp_path, capsys, monkeypatch):
 
 
 # ---- nbgrader in the repository's course layout -------------------------------------------
+def course_copy(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The repository's course layout (its nbgrader_config.py, assignment 01's release) in
+    a folder of its own, a student's folder with the same config, and an empty exchange."""
+    course, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "x"
+    for folder in (course, student):
+        folder.mkdir()
+        shutil.copy(ROOT / "nbgrader_config.py", folder)
+    shutil.copytree(ROOT / "exercises" / ONE, course / "exercises" / ONE)
+    return course, student, exchange
+
+
+def shell(env: dict):
+    """Run a documented command line in a folder with ``env``; its output, or fail."""
+    def run(cmd: str, cwd: Path, **more) -> str:
+        r = subprocess.run(cmd.split(), cwd=cwd, env=env | more, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, f"{cmd}: {r.stdout}{r.stderr}"
+        return r.stdout + r.stderr
+    return run
+
+
+def venv_env(**more) -> dict:
+    return dict(os.environ, **more,
+                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
+
+
 @pytest.mark.slow
 def test_release_and_collect_in_the_repository_layout_use_the_class(tmp_path):
     """nbgrader_config.py at the repository root: the class's course id and exchange, so
     `nbgrader release_assignment` and `nbgrader collect` work as docs/teaching.md says
     (run in a copy of the layout: nothing is written into the checkout)."""
-    course, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "x"
-    course.mkdir()
-    student.mkdir()
+    course, student, exchange = course_copy(tmp_path)
     exchange.mkdir(mode=0o777)
     os.chmod(exchange, 0o777)
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "exercises" / ONE, course / "exercises" / ONE)
     settings = write_settings(tmp_path, course_id="pp101", exchange=str(exchange))
-    env = dict(os.environ, PPLAB_CLASSROOM=str(settings),
-               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
-
-    def nbgrader(cmd: str, cwd: Path, **more) -> str:
-        r = subprocess.run(cmd.split(), cwd=cwd, env=env | more, capture_output=True,
-                           text=True, timeout=120)
-        assert r.returncode == 0, r.stdout + r.stderr
-        return r.stdout + r.stderr
-
+    nbgrader = shell(venv_env(PPLAB_CLASSROOM=str(settings)))
     assert "Released as: pp101 01_bubble_and_1f1b" in nbgrader(RELEASE_CMD, course)
     assert (exchange / "pp101" / "outbound" / ONE / f"{ONE}.ipynb").is_file()
     # a student (here: this account) fetches and submits with the kit's configuration for
     # students' JupyterLab, which names the same course and exchange
     students = {"JUPYTER_CONFIG_PATH": str(KIT / "jupyter")}
-    nbgrader(f"nbgrader fetch_assignment {ONE}", student, **students)
-    nbgrader(f"nbgrader submit {ONE}", student, **students)
-    said = nbgrader(f"nbgrader collect {ONE}", course)
-    assert "Collecting submission" in said
+    nbgrader(FETCH_CMD, student, **students)
+    nbgrader(SUBMIT_CMD, student, **students)
+    assert "Collecting submission" in nbgrader(COLLECT_CMD, course)
     assert list((course / "submitted").glob(f"*/{ONE}/{ONE}.ipynb"))
+
+
+@pytest.mark.slow
+def test_the_term_without_a_class_as_teaching_md_writes_it(tmp_path, monkeypatch):
+    """docs/teaching.md, "Without a hub": no class settings file, course ``pplab``; the
+    exchange made as the docs make it (here a temporary one, named by $PPLAB_EXCHANGE
+    instead of nbgrader's /usr/local one); release, fetch, submit and collect."""
+    from pplab.probe import policy
+    if policy.SYSTEM_PATH.exists():
+        pytest.skip(f"this machine has a class ({policy.SYSTEM_PATH})")
+    course, student, exchange = course_copy(tmp_path)
+    env = venv_env(PPLAB_EXCHANGE=str(exchange))
+    env.pop(policy.SETTINGS_VAR, None)
+    run = shell(env)
+    for cmd in NO_CLASS_EXCHANGE_CMDS:
+        run(cmd.replace(DEFAULT_EXCHANGE, str(exchange)), tmp_path)
+    assert oct(exchange.stat().st_mode & 0o777) == "0o777"
+    assert "Released as: pplab 01_bubble_and_1f1b" in run(RELEASE_CMD, course)
+    run(FETCH_CMD, student)
+    assert (student / ONE / f"{ONE}.ipynb").is_file()
+    run(SUBMIT_CMD, student)
+    assert "Collecting submission" in run(COLLECT_CMD, course)
+    assert list((course / "submitted").glob(f"*/{ONE}/{ONE}.ipynb"))
+
+
+@pytest.mark.slow
+def test_the_kits_course_folder_from_release_to_export(tmp_path):
+    """The instructor's commands of teaching.md's term in a course folder laid out as
+    ``pplab classroom init`` makes it (the kit's nbgrader_config.py, source/, generated):
+    release, a student's fetch and submit of the solution, collect, ``pplab grade --course
+    .``, and ``nbgrader export``, whose CSV has the student's 10 points from the gradebook."""
+    course, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "x"
+    shutil.copytree(ROOT / "solutions" / ONE, course / "source" / ONE)
+    shutil.copy(KIT / "course" / "nbgrader_config.py", course)
+    student.mkdir()
+    exchange.mkdir()
+    os.chmod(exchange, 0o777)
+    settings = write_settings(tmp_path, course_id="pp101", exchange=str(exchange),
+                              course_dir=str(course))
+    run = shell(venv_env(PPLAB_CLASSROOM=str(settings)))
+    run(f"nbgrader generate_assignment {ONE}", course)
+    run(RELEASE_CMD, course)
+    students = {"JUPYTER_CONFIG_PATH": str(KIT / "jupyter")}
+    run(FETCH_CMD, student, **students)
+    shutil.copy(ROOT / "solutions" / ONE / f"{ONE}.ipynb", student / ONE)   # honest work
+    run(SUBMIT_CMD, student, **students)
+    run(COLLECT_CMD, course)
+    run(GRADE_CMD, course)
+    assert "Exporting grades to lms.csv" in run(EXPORT_CMD, course)
+    with open(course / "lms.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["assignment"], float(r["score"]), float(r["max_score"])) for r in rows] == \
+        [(ONE, 10.0, 10.0)]
+    assert (course / "grades.csv").read_text().startswith("student,assignment,task")
+
+
+def test_the_documented_exchange_is_nbgraders_default():
+    """Without a class and $PPLAB_EXCHANGE the root config leaves nbgrader's exchange as
+    nbgrader's own default, the folder docs/teaching.md says to make."""
+    from nbgrader.exchange.default.exchange import Exchange
+    assert Exchange.class_traits()["root"].default_value == DEFAULT_EXCHANGE

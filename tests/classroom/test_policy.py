@@ -1,5 +1,5 @@
-"""The class policy (pplab/probe/policy.py): each limit of the ``[limits]`` section refuses a request
-past it with one line naming the limit, its file and who sets it, in the run panel (both
+"""The class policy (pplab/probe/policy.py): each limit of the ``[limits]`` section refuses a
+request past it with one line naming the limit, its file and who sets it, in the run panel (both
 modes), in ``submit_run`` before anything reaches sbatch, and in ``pplab run``; where the
 file is looked up; and that with no class file nothing is limited.
 
@@ -198,3 +198,95 @@ def test_pplab_run_refuses_past_the_class_in_one_line(class_file, monkeypatch, c
                  "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:29400"]) == 2
     assert capsys.readouterr().err.startswith("pplab: error: 3 nodes asked; this class "
                                               "allows at most 2")
+
+
+#: a step of a 2-node Slurm job inside the class's limits (what srun gives it)
+JOB_ENV = {"SLURM_JOB_ID": "812", "SLURM_JOB_PARTITION": "debug",
+           "SLURM_JOB_ACCOUNT": "physics101", "SLURM_JOB_QOS": "teaching",
+           "SLURM_JOB_START_TIME": "1700000000", "SLURM_JOB_END_TIME": "1700000300"}
+
+
+def test_slurm_job_is_read_from_its_environment():
+    job = policy.slurm_job(JOB_ENV)
+    assert job == policy.SlurmJob(partition="debug", account="physics101", qos="teaching",
+                                  minutes=5)
+    assert policy.slurm_job({}) is None                          # outside Slurm
+    # Slurm before 23.02 has no SLURM_JOB_END_TIME: squeue's %l is asked instead
+    asked = []
+    job = policy.slurm_job({"SLURM_JOB_ID": "7"}, ask=lambda j: asked.append(j) or "1:30:00")
+    assert asked == ["7"] and job.minutes == 90
+    assert policy.slurm_job({"SLURM_JOB_ID": "7"}, ask=lambda j: "").minutes == 0
+
+
+@pytest.mark.parametrize("text, minutes", [("10:00", 10), ("0:30", 1), ("1:30:00", 90),
+                                           ("1-00:00:00", 1440), ("5", 5),
+                                           ("UNLIMITED", 0), ("", 0)])
+def test_slurms_time_limit_text_in_minutes(text, minutes):
+    assert policy.slurm_minutes(text) == minutes
+
+
+@pytest.mark.parametrize("change, P, timeout, limit, words", [
+    ({}, 6, 120, "procs_per_node", "3 processes per node asked; this class allows at most 2"),
+    ({"SLURM_JOB_PARTITION": "gpu"}, 4, 120, "partitions",
+     "partition 'gpu' asked; this class allows only class, debug"),
+    ({"SLURM_JOB_ACCOUNT": "mine"}, 4, 120, "account",
+     "account 'mine' asked; this class allows only 'physics101'"),
+    ({"SLURM_JOB_QOS": "high"}, 4, 120, "qos",
+     "qos 'high' asked; this class allows only 'teaching'"),
+    ({"SLURM_JOB_END_TIME": "1700003600"}, 4, 120, "minutes",
+     "a 60-minute job asked; this class allows at most 5 minutes"),
+    ({}, 4, 301, "minutes", "a 6-minute job asked; this class allows at most 5 minutes"),
+])
+def test_pplab_run_under_srun_keeps_every_limit_of_the_panel(class_file, change, P, timeout,
+                                                             limit, words):
+    """`srun -N2 pplab run`: processes per node, the job's partition, account, QOS and time
+    limit, and the run's own --timeout, against the class's."""
+    lim, job = policy.limits(), policy.slurm_job(JOB_ENV | change)
+    with pytest.raises(policy.PolicyError) as e:
+        lim.check_run(P, 2, timeout, job)
+    assert str(e.value) == f"{words} {refusal(limit, class_file)}"
+
+
+def test_pplab_run_within_the_class_is_allowed(class_file, monkeypatch):
+    lim = policy.limits()
+    lim.check_run(4, 2, 300, policy.slurm_job(JOB_ENV))          # every limit met exactly
+    lim.check_run(4, 2, 120, None)                               # by hand, no Slurm job
+    with pytest.raises(policy.PolicyError, match=r"^3 nodes asked; this class allows at most "
+                       r"2 \(nodes in "):
+        lim.check_run(3, 3, 120, None)
+    # one node inside a long Slurm job (a student's JupyterLab on the hub's partition) is a
+    # local run: only the server's cores count
+    monkeypatch.setattr(policy, "server_cores", lambda: 2)
+    long_job = policy.slurm_job(JOB_ENV | {"SLURM_JOB_PARTITION": "hub",
+                                           "SLURM_JOB_END_TIME": "1700014400"})
+    lim.check_run(2, 1, 120, long_job)
+    with pytest.raises(policy.PolicyError, match=r"\(local_procs in "):
+        lim.check_run(3, 1, 120, long_job)
+
+
+def test_a_job_charged_elsewhere_is_refused_only_where_the_class_says(tmp_path):
+    path = tmp_path / "c.ini"
+    path.write_text("[limits]\nnodes = 2\n")                     # no account, no QOS
+    policy.limits(path).check_run(2, 2, 60, policy.slurm_job(
+        JOB_ENV | {"SLURM_JOB_ACCOUNT": "any", "SLURM_JOB_QOS": "normal"}))
+
+
+def test_pplab_run_under_srun_refuses_the_jobs_partition_in_one_line(class_file, monkeypatch,
+                                                                       capsys):
+    """The whole command, as a student types it in a 2-node allocation on another
+    partition: refused before any process starts."""
+    from pplab.cli import main
+    for name, value in (JOB_ENV | {"SLURM_JOB_PARTITION": "gpu"}).items():
+        monkeypatch.setenv(name, value)
+    assert main(["run", "--schedule", "1f1b", "-P", "4", "-M", "4", "--nnodes", "2",
+                 "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:29400"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "pplab: error: partition 'gpu' asked; this class allows only class, debug "
+        + refusal("partitions", class_file)]
+    monkeypatch.setenv("SLURM_JOB_PARTITION", "debug")
+    assert main(["run", "--schedule", "1f1b", "-P", "4", "-M", "4", "--nnodes", "2",
+                 "--node-rank", "0", "--rdzv-endpoint", "127.0.0.1:29400",
+                 "--timeout", "600"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "pplab: error: a 10-minute job asked; this class allows at most 5 minutes "
+        + refusal("minutes", class_file))

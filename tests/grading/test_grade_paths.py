@@ -8,12 +8,14 @@ the sandbox has its own tests (test_grading_sandbox.py); the paths are what is t
 """
 import csv
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from pplab.grading import scores
 from pplab.grading.classroom import Options, root_cause
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +70,22 @@ def test_relative_out_source_feedback_and_course(tmp_path):
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert gb.find_submission(ONE, "alice").score == 10
+    # the gradebook held by another program (the formgrader, say) while grading into it:
+    # one line naming the file and the cause; --resume afterwards only writes it
+    db = course / "gradebook.db"
+    held = sqlite3.connect(db)
+    held.execute("BEGIN EXCLUSIVE")
+    again = ("../submitted", "--course", ".", "--out", "grades.csv", "--no-sandbox", "-j", "1")
+    r = pplab_grade(course, *again)
+    held.rollback()
+    held.close()
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        f"pplab: grade failed: the gradebook {db} is locked by another program (the "
+        "formgrader, or another nbgrader command): close it" + scores.RESUME]
+    r = pplab_grade(course, *again, "--resume")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sum(rows(course / "grades.csv").values()) == 10
 
 
 def test_options_hold_absolute_paths(tmp_path, monkeypatch):
@@ -102,3 +120,28 @@ def test_root_cause_names_the_database_error_not_nbgraders_summary():
     assert root_cause(log) == ("sqlalchemy.exc.OperationalError: (sqlite3.OperationalError) "
                                "unable to open database file")
     assert root_cause("something odd\nmore") == "something odd"
+
+
+@pytest.mark.parametrize("make, cause", [
+    (lambda db: db.write_text("not sqlite " * 100),
+     "is not an sqlite database (damaged, or another file of that name)"),
+    (lambda db: db.mkdir(), "cannot be opened: its folder is missing or cannot be written"),
+])
+def test_a_gradebook_that_cannot_be_written_is_named_in_one_line(tmp_path, make, cause):
+    """scores.record, which writes the instructor's gradebook after grading: the sqlalchemy
+    error becomes one line (a RuntimeError, which ``pplab grade`` prints) naming the file
+    and what is wrong with it."""
+    db = tmp_path / "gradebook.db"
+    make(db)
+    with pytest.raises(RuntimeError) as e:
+        scores.record(tmp_path, "alice", ONE, tmp_path, [], [])
+    assert str(e.value) == f"the gradebook {db} {cause}{scores.RESUME}"
+
+
+def test_a_record_the_gradebook_lacks_is_named(tmp_path):
+    """A gradebook without the assignment (nbgrader's MissingEntry): one line as well."""
+    with scores.gradebook(tmp_path):              # a new, empty gradebook
+        pass
+    with pytest.raises(RuntimeError, match=rf"^the gradebook {tmp_path / 'gradebook.db'}: "
+                                           r"No such assignment"):
+        scores.record(tmp_path, "alice", ONE, tmp_path, [], [])
