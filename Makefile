@@ -57,8 +57,9 @@ bench-runtime: $(STAMP)
 
 # measured vs simulated makespans before and after pplab calibrate (docs/calibration.md)
 bench-calibration: $(STAMP)
-	$(PY) benchmarks/bench_calibration.py
+	$(PY) benchmarks/bench_calibration.py --record
 	$(PY) benchmarks/bench_calibration.py --emulate
+	$(PY) benchmarks/figures.py --write
 
 # slider -> picture latency in real Chromium (Debian's chromium); last line:
 # "browser redraw p50 X ms p95 Y ms" (timeline canvas, P=8 M=32 V=2 interleaved)

@@ -11,7 +11,9 @@ no fixed; tf the fitted forward time) and with the calibrated costs.
 Run: .venv/bin/python benchmarks/bench_calibration.py [--P 2 4] [--repeats 20] [--emulate]
 ``--save FILE`` keeps the measured timelines (a pickle of ``{P: measure(...)}``) and
 ``--load FILE`` fits and compares them again without a run: model changes are then judged on
-the same measurements.
+the same measurements. ``--record`` (real compute only) writes the fastest-repeat table, the
+fitted costs and the error summary into docs/figures.json (section "calibration"), from
+where ``benchmarks/figures.py --write`` puts them into docs/calibration.md.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import os
 import pickle
 import platform
 import statistics
+
+from figures import record
 
 from pplab.sim.calibrate import costs_to_dict
 from pplab.runtime.model import TinyConfig
@@ -51,16 +55,36 @@ def rows_for(P: int, measured: dict, statistic: str) -> list[dict]:
     rows = comparison(measured, costs, cores, statistic=statistic)
     for r, f in zip(rows, comparison(measured, flat, cores=None, statistic=statistic)):
         r["flat_s"], r["flat_error"] = f["calibrated_s"], f["calibrated_error"]
+    FITTED[(P, statistic)] = fitted_text(P, costs, cores)
     return rows
 
 
-def summary(rows: list[dict]) -> None:
+#: (P, statistic) -> the fitted costs as the docs print them (filled by rows_for)
+FITTED: dict = {}
+
+
+def fitted_text(P: int, costs, cores) -> str:
+    """``P = 2 tf 1.53 ms, tb 1.80, ..., cores 1.85 of 2``: milliseconds, the first with
+    its unit, as docs/calibration.md prints a fit."""
+    parts = [f"{k} {v * 1e3:.3g}" for k, v in costs_to_dict(costs).items()]
+    parts[0] += " ms"
+    shared = f", cores {cores:.2f} of {usable_cores()}" if cores else ", a core per rank"
+    return f"P = {P} " + ", ".join(parts) + shared
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """Per P and column: the median and largest |error| and how many rows are within 10 %."""
+    lines = []
     for P in sorted({r["P"] for r in rows}):
         mine = [r for r in rows if r["P"] == P]
-        for key in ("default_error", "flat_error", "calibrated_error"):
+        for key, label in (("default_error", "default"), ("flat_error", "per-op fit"),
+                           ("calibrated_error", "calibrated")):
             errs = [abs(r[key]) for r in mine]
-            print(f"P={P} {key.split('_')[0]:>10}: |error| median {statistics.median(errs):.1%}"
-                  f", max {max(errs):.1%}, ≤ 10 % on {sum(e <= 0.10 for e in errs)}/{len(errs)}")
+            lines.append(f"P={P} {label:>10}: |error| median "
+                         f"{statistics.median(errs):.1%}, max {max(errs):.1%}, ≤ 10 % on "
+                         f"{sum(e <= 0.10 for e in errs)}/{len(errs)}")
+    print("\n".join(lines))
+    return lines
 
 
 def main() -> None:
@@ -78,7 +102,11 @@ def main() -> None:
                     help="bind each rank to a core of its own when P ≤ cores")
     ap.add_argument("--save", metavar="FILE", help="keep the measured timelines here")
     ap.add_argument("--load", metavar="FILE", help="fit timelines saved by --save; run nothing")
+    ap.add_argument("--record", action="store_true",
+                    help="write the fastest-repeat figures into docs/figures.json")
     args = ap.parse_args()
+    if args.record and (args.emulate or args.load):
+        ap.error("--record keeps a new real-compute run's figures: drop --emulate and --load")
     if args.load:
         with open(args.load, "rb") as f:
             measured = pickle.load(f)
@@ -100,14 +128,24 @@ def main() -> None:
     if args.save:
         with open(args.save, "wb") as f:
             pickle.dump(measured, f)
-    report(args.P, measured)
+    tables = report(args.P, measured)
+    if args.record:
+        by = (f"benchmarks/bench_calibration.py --P {' '.join(map(str, args.P))} --repeats "
+              f"{args.repeats} --steps {args.steps}")
+        record("calibration",
+               {"table": f"\n{tables['min'][0]}\n", "summary": "\n".join(tables["min"][1]),
+                "fitted": "; ".join(FITTED[(P, "min")] for P in args.P),
+                "repeats": str(args.repeats)}, by)
 
 
-def report(Ps, measured) -> None:
+def report(Ps, measured) -> dict:
+    """Print, per statistic, the comparison table and its summary; return them."""
+    out = {}
     for statistic in STATISTICS:
         rows = [r for P in Ps for r in rows_for(P, measured[P], statistic)]
         print(table_text(rows))
-        summary(rows)
+        out[statistic] = (table_text(rows), summary(rows))
+    return out
 
 
 if __name__ == "__main__":
