@@ -74,7 +74,7 @@ def _check(args) -> tuple[Path, Path, Path | None, Path]:
 
 def main(args) -> int:
     from ..grading.classroom import Options, grade_class
-    from ..grading.sandbox import limits_note, unavailable
+    from ..grading.untrusted.sandbox import limits_note, unavailable
     submitted, out, course_dir, source = _check(args)
     if not args.no_sandbox:
         why = unavailable()

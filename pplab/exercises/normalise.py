@@ -5,8 +5,9 @@ torch tensor, a ``Decimal`` or a ``Fraction``, or pplab's own objects. The publi
 the student's kernel) and the grade (in the trusted grader, after the answer crossed the
 sandbox wall as data) must read all of these the same way, or an answer the student saw
 pass could fail, or the other way round. So both go through :func:`normalise`:
-``pplab.grading.wire.encode`` calls it before encoding, and the checks call :func:`as_data`
-(``normalise`` plus tensors as plain lists) on what they receive, raw or decoded.
+``pplab.grading.untrusted.wire.encode`` calls it before encoding, and the checks call
+:func:`as_data` (``normalise`` plus tensors as plain lists) on what they receive, raw or
+decoded.
 
 Decisions: a ``Fraction`` or ``Decimal`` counts as its value (an int when whole, else the
 nearest float; the checks compare reals to 1e-9 relative, far above that rounding); numpy

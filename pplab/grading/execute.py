@@ -20,8 +20,8 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Float, Integer
 
-from . import student_edition
-from .sandbox import Limits, Sandbox, SandboxError
+from .untrusted import student_edition
+from .untrusted.sandbox import Limits, Sandbox, SandboxError
 from .verdict import grader, hidden_call, judge
 
 

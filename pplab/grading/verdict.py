@@ -23,8 +23,8 @@ import io
 import json
 
 from ..exercises.hidden import TASKS, draw_cases, seed_digest
-from .sandbox import SandboxError
-from .wire import decode, encode
+from .untrusted.sandbox import SandboxError
+from .untrusted.wire import decode, encode
 
 HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 RANK_TIMEOUT = 60.0     # seconds the ranks of a real-code task may take together

@@ -174,7 +174,7 @@ def test_run_panel_cluster_mode_submits_and_draws(slurm, env):
 def test_pplab_grade_fans_a_class_out_over_slurm(slurm, env, tmp_path):
     """One Slurm job per submission, each graded in its own sandbox on a node."""
     import shutil
-    from pplab.grading.sandbox import unavailable
+    from pplab.grading.untrusted.sandbox import unavailable
     if unavailable():
         pytest.skip(unavailable())
     name = "01_bubble_and_1f1b"

@@ -262,3 +262,36 @@ def test_the_key_check_sees_hand_packed_keys(tmp_path):
     sample.write_text("a = half >> 2\nb = src & 3\nc = fwd | bwd << 40\nd = ~dep[i]\nx ^= 1\n"
                       "ok = 1 << 20\n")
     assert len(_key_arithmetic(sample, tmp_path)) == 5
+
+
+UNTRUSTED = {"__init__", "runner", "sandbox", "wire", "student_edition"}
+#: the trusted side's modules that hold hidden cases, expected answers or verdicts
+TRUSTED_ONLY = {"pplab.grading.verdict", "pplab.grading.execute", "pplab.grading.job",
+                "pplab.grading.classroom", "pplab.grading.scores", "pplab.exercises.hidden"}
+
+
+def _imported_modules(path: pathlib.Path, package: str) -> set[str]:
+    """Every module ``path`` imports, relative imports resolved against ``package``."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[:len(base) - node.level + 1]
+            mod = ".".join(base + ([node.module] if node.module else [])) if node.level \
+                else node.module
+            out.add(mod)
+            out |= {f"{mod}.{a.name}" for a in node.names}
+    return out
+
+
+def test_the_grading_trust_wall_shows_in_the_tree():
+    """What runs in a sandbox or crosses its wall lives in grading/untrusted/, and none of it
+    imports a module that holds hidden cases or makes verdicts."""
+    folder = ROOT / "pplab" / "grading" / "untrusted"
+    assert {p.stem for p in folder.glob("*.py")} == UNTRUSTED
+    for path in folder.glob("*.py"):
+        reached = _imported_modules(path, "pplab.grading.untrusted") & TRUSTED_ONLY
+        assert not reached, f"{path.name} imports {sorted(reached)} from the trusted side"

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 import torch
 
-from pplab.grading import sandbox
+from pplab.grading.untrusted import sandbox
 from pplab.runtime import exercises, rank_data
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,9 +144,9 @@ def test_a_rank_is_handed_its_own_stage_and_share_only():
 GRADE = r'''import json, sys, tempfile
 from pathlib import Path
 import nbformat
-from pplab.grading import student_edition
+from pplab.grading.untrusted import student_edition
 from pplab.grading.execute import Session, plan_runs, _grade_check
-from pplab.grading.sandbox import Limits
+from pplab.grading.untrusted.sandbox import Limits
 from pplab.grading.verdict import judge
 nb = nbformat.read(sys.argv[1], as_version=4)
 cache, scores = Path(tempfile.mkdtemp()), {}

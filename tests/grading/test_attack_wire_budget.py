@@ -21,7 +21,7 @@ SECONDS = 60
 PRELUDE = f"""
 import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, ({MEMORY}, {MEMORY}))
-from pplab.grading import wire
+from pplab.grading.untrusted import wire
 from pplab.exercises.normalise import Unreadable
 start = time.monotonic()
 """
@@ -130,7 +130,7 @@ def test_the_sandbox_reads_a_reply_too_deep_for_json_as_a_refused_answer(tmp_pat
     """A kernel whose runner was patched answers JSON nested past the reader's recursion
     limit: the trusted side must not raise RecursionError (which ended the whole notebook's
     grading as "nbgrader could not grade it") but read a refused answer for that task."""
-    from pplab.grading import sandbox
+    from pplab.grading.untrusted import sandbox
     box = sandbox.Sandbox.__new__(sandbox.Sandbox)
     box.proc = subprocess.Popen([sys.executable, "-c", DEEP_REPLIER], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -144,5 +144,5 @@ def test_the_sandbox_reads_a_reply_too_deep_for_json_as_a_refused_answer(tmp_pat
 
 
 def wire_decode(value):
-    from pplab.grading import wire
+    from pplab.grading.untrusted import wire
     return wire.decode(value)

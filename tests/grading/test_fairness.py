@@ -23,7 +23,7 @@ import torch
 
 from pplab.exercises.hidden import TASKS
 from pplab.exercises.normalise import Unreadable, as_data, normalise
-from pplab.grading import wire
+from pplab.grading.untrusted import wire
 from pplab.grading.verdict import grader, hidden_call
 from pplab.ir import Schedule, parse_op
 
@@ -290,9 +290,9 @@ E2E = [('grade("check_one_f_one_b_rank", one_f_one_b_rank)', "check_one_f_one_b_
 def test_honest_shapes_get_full_marks_through_the_real_sandbox(tmp_path):
     from pplab.exercises import (check_layer_placement, check_one_f_one_b_rank,
                                  check_text_schedule, check_zero_bytes)
-    from pplab.grading import student_edition
+    from pplab.grading.untrusted import student_edition
     from pplab.grading.execute import Session
-    from pplab.grading.sandbox import Limits, SandboxError
+    from pplab.grading.untrusted.sandbox import Limits, SandboxError
     from pplab.grading.verdict import judge
     space: dict = {"__name__": "student"}
     exec(STUDENT, space)                                                # noqa: S102

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def sandboxed():
     """``pplab grade`` sandboxes every submission: skip, saying why, where it cannot."""
-    from pplab.grading.sandbox import unavailable
+    from pplab.grading.untrusted.sandbox import unavailable
     why = unavailable()
     if why:
         pytest.skip(why)
@@ -257,7 +257,7 @@ def test_a_notebook_past_its_timeout_scores_0_with_the_reason(tmp_path, sandboxe
 
 
 def test_without_a_sandbox_grading_refuses_with_one_line(tmp_path, capsys, monkeypatch):
-    import pplab.grading.sandbox as sandbox
+    import pplab.grading.untrusted.sandbox as sandbox
     monkeypatch.setattr(sandbox, "unavailable", lambda: "bubblewrap is not installed")
     (tmp_path / "sub" / "someone").mkdir(parents=True)
     assert cli(["grade", str(tmp_path / "sub"), "--out", str(tmp_path / "g.csv")]) == 2

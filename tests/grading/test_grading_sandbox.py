@@ -25,7 +25,8 @@ import pytest
 
 from pplab.exercises import guard
 from pplab.exercises.hidden import TASKS
-from pplab.grading import sandbox, student_edition, verdict, wire
+from pplab.grading import verdict
+from pplab.grading.untrusted import sandbox, student_edition, wire
 from pplab.grading.execute import plan_runs
 from test_sandbox_cgroups import ordinary_user      # same folder (pytest puts it on the path)
 
@@ -475,7 +476,7 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
 
 AS_USER = '''import tempfile
 from pathlib import Path
-from pplab.grading import sandbox, student_edition
+from pplab.grading.untrusted import sandbox, student_edition
 why = sandbox.unavailable()
 assert why is None, why
 lib = student_edition.build(["closed_forms.*"], Path(tempfile.mkdtemp()))

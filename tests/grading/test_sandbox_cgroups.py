@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from pplab.grading import cgroups, sandbox, student_edition
+from pplab.grading import cgroups
+from pplab.grading.untrusted import sandbox, student_edition
 
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -63,7 +64,7 @@ print("honest", sum(int(k.communicate(timeout=60)[0]) for k in kids))'''
 # Runs as its own process (as root, or as the ordinary user); prints one JSON line.
 CLASS = f'''import json, tempfile, threading, time
 from pathlib import Path
-from pplab.grading import sandbox, student_edition
+from pplab.grading.untrusted import sandbox, student_edition
 BOMB, HOG, HONEST = {BOMB!r}, {HOG!r}, {HONEST!r}
 lib = student_edition.build(["closed_forms.*"], Path(tempfile.mkdtemp()))
 limits = sandbox.Limits(processes={PROCESSES}, memory=1 << 30, sandbox_memory={GROUP_MEMORY})
@@ -303,7 +304,8 @@ def ordinary_user(delegate: bool = False):
     delegated = _delegate(NOBODY) if delegate else None
     try:
         user = User(NOBODY, home, delegated)
-        probe = user.run([sys.executable, "-c", "import pplab.grading.sandbox"], timeout=120)
+        probe = user.run([sys.executable, "-c", "import pplab.grading.untrusted.sandbox"],
+                         timeout=120)
         if probe.returncode != 0:
             pytest.fail("nobody cannot run this Python and pplab even with search permission "
                         f"on {sorted(changed) or 'every folder'}: {probe.stderr[-500:]}")

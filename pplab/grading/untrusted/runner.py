@@ -1,4 +1,4 @@
-"""The student's kernel inside the sandbox (``python -m pplab.grading.runner``).
+"""The student's kernel inside the sandbox (``python -m pplab.grading.untrusted.runner``).
 
 It reads one JSON request per line on stdin and answers one JSON line on the pipe it was
 started with; nothing it says is trusted. Requests:
@@ -6,7 +6,7 @@ started with; nothing it says is trusted. Requests:
 * ``{"op": "execute", "code": ...}`` runs a notebook cell in an IPython shell and answers
   its outputs (text and pictures, cut at ``OUTPUT_CAP``);
 * ``{"op": "call", "name": ..., "args": [...]}`` calls the student's function ``name`` on
-  data and answers the result as data (:mod:`pplab.grading.wire`), or the error;
+  data and answers the result as data (:mod:`pplab.grading.untrusted.wire`), or the error;
 * ``{"op": "value", "name": ...}`` answers a variable's value as data;
 * ``{"op": "source", "name": ...}`` answers the source text of the student's function
   ``name`` (capped at ``SOURCE_CAP``): data the trusted side hands to fresh ranks;
@@ -137,7 +137,7 @@ def source(shell, name: str) -> dict:
 
 def ranks(request: dict, timeout: float) -> dict:
     """Launch a real-code exercise's ranks (this runner has run no student code)."""
-    from ..runtime import rank_launch
+    from ...runtime import rank_launch
     rank_launch.undumpable()                # it holds every rank's inputs
     try:
         return {"ranks": rank_launch.launch(request, float(timeout))}

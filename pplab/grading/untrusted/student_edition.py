@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parents[2]
 
 
 def _module_file(root: Path, module: str) -> Path | None:

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cgroups
+from .. import cgroups
 from .wire import MAX_REPLY, read_reply
 
 SCRATCH = "/scratch"
@@ -214,7 +214,7 @@ class Sandbox:
                "HOME": SCRATCH, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONPATH": LIBRARY,
                "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/mpl",
                "PYTHONDONTWRITEBYTECODE": "1", "PPLAB_SANDBOX": "1"}
-        runner = [sys.executable, "-m", "pplab.grading.runner"]
+        runner = [sys.executable, "-m", "pplab.grading.untrusted.runner"]
         if isolate:
             cmd = (_bwrap_base(etc) + _parents(LIBRARY)
                    + ["--ro-bind", str(library), LIBRARY, "--chdir", SCRATCH,
@@ -275,7 +275,7 @@ class Sandbox:
             return
         for kid in kids:
             try:
-                if "pplab.grading.runner" in " ".join(kid.cmdline()):
+                if "pplab.grading.untrusted.runner" in " ".join(kid.cmdline()):
                     kid.send_signal(signal.SIGINT)
             except psutil.Error:
                 continue

@@ -16,7 +16,7 @@ import json
 import math
 from operator import index
 
-from ..exercises.normalise import Unreadable, normalise
+from ...exercises.normalise import Unreadable, normalise
 
 #: the largest reply the trusted side reads from a sandbox, in bytes
 MAX_REPLY = 8 << 20
@@ -91,7 +91,7 @@ def _repr(x) -> str:
 def _is_schedule(x) -> bool:
     """pplab's Schedule or a subclass (a generator's KeyedSchedule): by class, not by name,
     so a look-alike class the student named Schedule goes as its repr."""
-    from ..ir import Schedule
+    from ...ir import Schedule
     return isinstance(x, Schedule)
 
 
@@ -196,7 +196,7 @@ def decode(x, depth: int = 0):
 def schedule_from_fields(f: dict):
     """A Schedule from its fields; whole numbers must be ints and op texts strings (what
     else arrives raises, and the caller makes it an Unreadable)."""
-    from ..ir import Schedule
+    from ...ir import Schedule
     ranks = [[str(_text(t)) for t in row] for row in f["ranks"]]
     return Schedule.from_text(ranks, stage_to_rank=[index(r) for r in f["stage_to_rank"]],
                               num_microbatches=index(f["M"]), name=str(_text(f["name"])),
@@ -211,10 +211,10 @@ def _text(x) -> str:
 
 def _value_types() -> dict:
     """Types the trusted side rebuilds from fields; anything else stays an Unreadable."""
-    from ..exercises.memory import Budget
-    from ..ir import Action
-    from ..lower import Message
-    from ..memory import ParallelConfig
+    from ...exercises.memory import Budget
+    from ...ir import Action
+    from ...lower import Message
+    from ...memory import ParallelConfig
     return {"Action": Action, "Message": Message, "ParallelConfig": ParallelConfig,
             "Budget": Budget}
 
