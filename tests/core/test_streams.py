@@ -77,6 +77,19 @@ def test_latency_equal_to_comm_is_todays_per_hop_model(c):
     assert same_events(got, simulate(sched, costs))
 
 
+def test_a_pair_with_nothing_to_hide_lasts_what_the_duration_rule_says_to_the_bit():
+    """Without an all-to-all an F&B pair is ``tf + tb`` scaled, exactly the reference's
+    figure: splitting it into halves and adding them back moved one pair by an ulp once
+    (DualPipeV P=3 M=8 with a heavy last stage), and every event after it."""
+    sched = make_schedule("dualpipev", 3, 8)
+    costs = Costs(tf=1.072, tb=3.488, tw=0.0, stage_scale=[1.0] * 5 + [3.0])
+    want = simulate(sched, costs)
+    for lowering in ("up-front", "in-order", "just-in-time"):
+        got = simulate_streams(sched, costs, link=Link(lowering=lowering))
+        assert same_events(got, want), lowering
+        assert got.makespan == want.makespan
+
+
 @st.composite
 def links(draw):
     """Any link the replay may meet: latency, bandwidth, bytes, all-to-alls on some stages,
