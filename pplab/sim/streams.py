@@ -126,8 +126,9 @@ def _durations(schedule: Schedule, costs, link: Link):
         if op.kind == "FB":
             f, b = op.parts
             af, ab = a2a(f), a2a(b)
-            if costs.tfb is None and af + ab:   # the pair hides each all-to-all under compute;
-                #                  with none to hide it is the duration rule's own tf + tb, to the bit
+            # the pair hides each all-to-all under compute; with none to hide, it keeps the
+            # duration rule's own tf + tb, to the bit
+            if costs.tfb is None and af + ab:
                 compute = d - costs.fixed
                 fc = compute * costs.tf / (costs.tf + costs.tb) if compute else 0.0
                 d = costs.fixed + pair_time(fc, compute - fc, af, ab)
