@@ -36,8 +36,9 @@ test: $(STAMP)
 	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
 
 # the edit loop: pure core and drawing, no torchrun, notebooks or browser (its time: README)
+# the edit loop: every core available runs tests (pytest-xdist); make test keeps one process
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow" tests
+	$(PY) -m pytest -m "not slow" -n auto tests
 
 # medians and ratios; the figures the docs quote go to docs/figures.json and from there into
 # the docs (benchmarks/figures.py), so no doc keeps a number older than the last `make bench`

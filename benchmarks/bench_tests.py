@@ -1,7 +1,7 @@
 """How long the test suite takes and how many tests it runs, as the README quotes it.
 
-``--fast`` times ``make test-fast`` (pytest -m "not slow"); without it, ``make test`` (every
-test, then the notebooks and solutions under nbval). Heavy: run it alone, under the shared
+``--fast`` times ``make test-fast`` (pytest -m "not slow" -n auto); without it, ``make test``
+(every test, then the notebooks and solutions under nbval). Heavy: run it alone, under the shared
 lock where several people share the machine. ``--record`` writes the figures into
 docs/figures.json (section "tests_fast" or "tests"), ``make bench-tests`` does that.
 """
@@ -39,7 +39,7 @@ if __name__ == "__main__":
     ap.add_argument("--record", action="store_true", help="write docs/figures.json's figures")
     a = ap.parse_args()
     if a.fast:
-        s, n, last = timed(["-m", "not slow", "tests"])
+        s, n, last = timed(["-m", "not slow", "-n", "auto", "tests"])   # as make test-fast
         print(f"fast tier: {n} tests in {s:.0f} s ({last})")
         if a.record:
             record("tests_fast", {"tests": f"{n:,}", "wall": f"{s:.0f} s"},

@@ -1,5 +1,5 @@
-"""Test tiers, given by folder. ``make test-fast`` runs ``pytest -m "not slow"`` (the pure
-core, drawing and canvases, for the edit loop); ``make test`` runs everything, as CI does.
+"""Test tiers, given by folder. ``make test-fast`` runs ``pytest -m "not slow" -n auto`` (the
+pure core, drawing and canvases, for the edit loop); ``make test`` runs everything, as CI does.
 
 | folder | what | markers every test there gets |
 |---|---|---|
@@ -13,8 +13,10 @@ core, drawing and canvases, for the edit loop); ``make test`` runs everything, a
 | notebooks/ | lessons: their text, questions and executed cells | notebook |
 | classroom/ | the class kit, its policy, a real JupyterHub term end to end | classroom |
 
-A test elsewhere that starts torchrun or executes notebooks is named below, so that
-``-m "not torchrun"`` means what it says; single slow tests carry ``@pytest.mark.slow``.
+The grading files whose every test grades through the real sandbox are slow too (a fresh
+kernel per notebook). A test elsewhere that starts torchrun or executes notebooks is named
+below, so that ``-m "not torchrun"`` means what it says; single slow tests carry
+``@pytest.mark.slow``.
 Shared helpers (a browser driver, network namespaces, the Slurm cluster, answer keys for
 tests) live in ``helpers/``, on the import path of every test.
 """
@@ -50,6 +52,11 @@ FILE_MARKERS = {
     "test_exercises.py": ("notebook", "slow"),
     "test_journey_local.py": ("browser", "grading", "slow"),   # a real hub, a term in Chromium
     "test_journey_slurm.py": ("browser", "cluster", "torchrun", "slow"),
+    # every test grades through the real bubblewrap sandbox (a fresh kernel per notebook)
+    "test_fairness.py": ("slow",),
+    "test_grading_sandbox.py": ("slow",),
+    "test_grade_paths.py": ("slow",),
+    "test_attack_paths_seeds_feedback.py": ("slow",),
 }
 #: single tests elsewhere that start torchrun, directly or through what they grade
 TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
