@@ -351,8 +351,9 @@ def _pick_device(want: str, local_rank: int, local_world: int):
         return device, "nccl", ""
     note = ""
     if want == "cuda" or (want == "auto" and torch.cuda.is_available()):
-        note = (f"CUDA asked for but {torch.cuda.device_count()} GPU(s) for "
-                f"{local_world} local ranks: fell back to CPU with gloo")
+        ranks = "1 local rank" if local_world == 1 else f"{local_world} local ranks"
+        note = (f"CUDA asked for but {torch.cuda.device_count()} GPU(s) for {ranks}: "
+                f"fell back to CPU with gloo")
     return torch.device("cpu"), "gloo", note
 
 
