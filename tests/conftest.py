@@ -75,6 +75,20 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"{name}: {text}")
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m "not slow"`` (make test-fast) a folder or file whose every test is slow
+    would only be deselected: not importing it saves each worker the seconds its imports
+    take (torch's distributed stack, Playwright, nbclient)."""
+    if config.getoption("markexpr") != "not slow":
+        return None
+    here = Path(__file__).parent
+    if collection_path.parent == here:
+        marks = FOLDER_MARKERS.get(collection_path.name, ())
+    else:
+        marks = FILE_MARKERS.get(collection_path.name, ())
+    return True if "slow" in marks else None
+
+
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
     for item in items:
