@@ -64,7 +64,8 @@ TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
 
 
 def pytest_configure(config):
-    for name, text in (("slow", "takes more than a few seconds; left out by make test-fast"),
+    for name, text in (("slow", "over half a second on 2 cores, or real processes; not in "
+                                 "make test-fast"),
                        ("torchrun", "launches real torch.distributed processes"),
                        ("notebook", "reads or executes the lessons"),
                        ("browser", "drives JupyterLab in a real Chromium"),

@@ -4,6 +4,7 @@ The pure core must run where torch, numpy, matplotlib and ipywidgets are absent 
 tab under Pyodide), and it must not pull them in by accident through a lazy import.
 """
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -114,6 +115,7 @@ def _unit(name: str) -> str:
     return parts[1] if len(parts) > 1 else "pplab"
 
 
+@functools.lru_cache(maxsize=1)   # read once, asked by several tests (none changes it)
 def _unit_graph() -> dict[str, dict[str, str]]:
     graph: dict[str, dict[str, str]] = {}
     for path in sorted(ROOT.glob("pplab/**/*.py")):
@@ -209,6 +211,7 @@ MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 450
 SIZE_EXEMPT: tuple[str, ...] = ()
 
 
+@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
 def test_no_function_over_80_lines_and_no_module_over_450():
     """Sizes that keep a function readable in one screen and a module in one sitting."""
     over = []
