@@ -35,8 +35,8 @@ test: $(STAMP)
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
 
-# the edit loop: pure core and drawing, no torchrun, notebooks or browser (its time: README)
-# the edit loop: every core available runs tests (pytest-xdist); make test keeps one process
+# the edit loop: no test over half a second, no torchrun, notebook runs or browser, a worker
+# per core (pytest-xdist); make test runs everything in one process (its time: README)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" -n auto tests
 
