@@ -1,5 +1,5 @@
 """Test tiers, given by folder. ``make test-fast`` runs ``pytest -m "not slow" -n auto`` (the
-pure core, drawing and canvases, for the edit loop); ``make test`` runs everything, as CI does.
+edit loop); ``make test`` runs everything, as CI does.
 
 | folder | what | markers every test there gets |
 |---|---|---|
@@ -15,8 +15,8 @@ pure core, drawing and canvases, for the edit loop); ``make test`` runs everythi
 
 The grading files whose every test grades through the real sandbox are slow too (a fresh
 kernel per notebook). A test elsewhere that starts torchrun or executes notebooks is named
-below, so that ``-m "not torchrun"`` means what it says; single slow tests carry
-``@pytest.mark.slow``.
+below, so that ``-m "not torchrun"`` means what it says; a single test that takes over
+half a second on 2 cores carries ``@pytest.mark.slow``.
 Shared helpers (a browser driver, network namespaces, the Slurm cluster, answer keys for
 tests) live in ``helpers/``, on the import path of every test.
 """

@@ -16,7 +16,7 @@ def _fake_measure(names, P, M, repeats=3, progress=None, **_):
     return {n: [simulate(make_schedule(n, P, M), KNOWN, cores=2)] * repeats for n in names}
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_click_measures_in_a_thread_and_shows_errors_before_and_after(monkeypatch):
     import pplab.runtime.calibration as rc
     monkeypatch.setattr(rc, "measure", _fake_measure)

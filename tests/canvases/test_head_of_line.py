@@ -17,7 +17,7 @@ def _steps(lo, hi, step):
     return [round(lo + i * step, 6) for i in range(int(round((hi - lo) / step)) + 1)]
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("P, M, V", GRID)
 def test_every_shape_renders_or_says_why(P, M, V):
     pic, msg = H.render_head_of_line(P, M, V, draw="scene")

@@ -37,7 +37,7 @@ def test_memory_every_control_value(name):
         assert fig is None
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_memory_cross_product_never_raises():
     n_ok = n_bad = 0
     for preset, tp, pp, sched, M in itertools.product(("tiny", "llama3-8b", "gpt3-175b"),

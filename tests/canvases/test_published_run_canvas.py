@@ -10,7 +10,7 @@ from pplab.closed_forms import bubble_both
 from pplab.memory import published_run as pr
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("M,V,grads", list(itertools.product(C.M_OPTIONS, C.V_OPTIONS, C.GRADS)))
 def test_every_setting_draws_and_says_both_denominators(M, V, grads):
     pic, msg = C.render_published_run(M, V, grads, draw="scene")
@@ -53,7 +53,7 @@ def test_settings_the_model_cannot_mean_are_messages(M, V, grads):
     assert pic is None and msg.startswith(f"M={M}, V={V}: ") and "\n" not in msg
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_widget_builds_and_reacts_without_a_kernel():
     c = C.published_run_canvas()
     assert "8,192 GPUs" in c.last_message

@@ -49,7 +49,7 @@ def _cases():
 COSTS = (Costs(1, 2, 0), Costs(1, 2, 1, comm=0.3, fixed=0.1), Costs(1.5, 2, 0.5, comm=0.25))
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("name,sched", list(_cases()), ids=lambda x: str(x)[:20])
 def test_executor_matches_reference(name, sched):
     for costs in COSTS:

@@ -183,7 +183,7 @@ def test_widgets_build_and_react_without_a_kernel():
     assert W.CANVASES[-3:] == [c, cmp_, bc]
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_the_interleaved_canvas_offers_only_ms_its_schedules_take():
     """Lesson 05's M slider steps by P (interleaved sends microbatches round in groups of P):
     at every P, every position it offers is one every schedule and V on the canvas takes, and

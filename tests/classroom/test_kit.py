@@ -115,7 +115,7 @@ def test_the_hub_config_for_one_shared_server(tmp_path, monkeypatch):
     assert "delete:servers" in roles["idle-culler"]["scopes"]
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_the_hub_config_for_slurm(tmp_path, monkeypatch):
     c = hub_config(write_settings(tmp_path, spawner="slurm", partition="lab", cpus="4",
                                   hub_ip="10.0.0.5"), monkeypatch)

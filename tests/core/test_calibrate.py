@@ -31,7 +31,7 @@ def test_fit_recovers_costs_and_every_schedule_then_simulates_the_same_makespan(
         assert simulate(s, got).makespan == pytest.approx(simulate(s, KNOWN).makespan)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("P, cores", [(2, 1), (4, 2), (4, 1.5), (4, 1)])
 def test_fit_recovers_known_costs_from_timelines_of_ranks_sharing_cores(P, cores):
     """Timelines made by the shared-core executor: ops stretched by k/cores while k ran."""
@@ -182,7 +182,7 @@ def test_measure_keeps_each_runs_least_disturbed_timed_step():
         assert len(tl.events) == 2 * 2 * 4             # P ranks' F and B of M microbatches
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_comparison_simulates_with_the_cores_the_measurements_recorded():
     """P = 4 'measured' on 2 shared cores (meta["cores"] = 2, as measure() records it): the
     default fit and table use them and are exact; read as a core per rank, naive (one rank
@@ -238,7 +238,7 @@ def test_a_run_keeps_its_least_disturbed_timed_step():
     assert [e[1] for e in summary["events"]] == ["0F3", "1F3"]     # the last, as before
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_fit_finds_the_cores_the_ranks_effectively_shared():
     """Timelines made on 1.5 shared cores, with a per-message cost; the fit is told there are
     2 and finds 1.5 (naive, one rank busy at a time, tells sharing from slow ops), and the

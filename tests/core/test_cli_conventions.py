@@ -141,7 +141,7 @@ def test_torch_schedule_class_names_are_aliases():
 
 
 # ---- schedule files --------------------------------------------------------------------------
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_simulate_reads_back_its_own_grid(tmp_path, name):
     P, M = (4, 8)
@@ -198,7 +198,7 @@ def test_bad_torch_csv_files_are_explained_in_one_line(tmp_path, text, msg):
     one_line_error(cli("simulate", "--file", str(path)), msg)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_file_flags_that_contradict(tmp_path):
     one_line_error(cli("simulate", "--file", str(tmp_path / "none.txt")), "no such file")
     path = tmp_path / "g.txt"
@@ -241,7 +241,7 @@ def test_run_checks_before_importing_torch(monkeypatch, tmp_path):
 
 
 # ---- suggestions ------------------------------------------------------------------------------
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_no_suggestion_names_the_same_value_twice():
     repeated = re.compile(r"try (\w+)=(\d+) or \1=\2\b")
     for name in NAMES:

@@ -25,7 +25,7 @@ def cli(*args, timeout=300):
                           text=True, timeout=timeout)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_plan_needs_gpus_no_silent_one_gpu_default():
     for argv in (("plan", "--model", "llama3-70b"),
                  ("memory", "--model", "llama3-70b", "--plan")):
@@ -34,14 +34,14 @@ def test_plan_needs_gpus_no_silent_one_gpu_default():
         assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_memory_plan_is_pplab_plan():
     a = cli("memory", "--model", "tiny", "--plan", "--gpus", "4", "--top", "3")
     b = cli("plan", "--model", "tiny", "--gpus", "4", "--top", "3")
     assert a.returncode == b.returncode == 0 and a.stdout == b.stdout
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_plan_json_rows():
     r = cli("plan", "--model", "llama3-70b", "--gpus", "64", "--json", "--top", "0")
     assert r.returncode == 0, r.stderr
@@ -58,7 +58,7 @@ def test_plan_json_rows():
     assert any(not x["fits"] and x["headroom_bytes"] and x["headroom_bytes"] < 0 for x in rows)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_plan_text_every_row_says_if_it_fits_and_by_how_much():
     r = cli("plan", "--model", "llama3-70b", "--gpus", "64", "--top", "5")
     assert r.returncode == 0, r.stderr
@@ -70,7 +70,7 @@ def test_plan_text_every_row_says_if_it_fits_and_by_how_much():
     assert "over the 80 GB GPU" in r.stdout         # and misses say by how much
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_small_model_in_units_that_fit():
     r = cli("plan", "--model", "tiny", "--gpus", "4", "--global-batch", "16")
     assert r.returncode == 0, r.stderr
@@ -91,7 +91,7 @@ def test_units():
     assert fmt_count(434816) == "435k" and fmt_count(70_553_706_496) == "70.6B"
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_gpu_presets():
     assert hardware("a100-80gb").flops == 312e12 and hardware("h200-141gb").memory == 141e9
     assert hardware("h100-80gb", memory=40e9).memory == 40e9
@@ -104,7 +104,7 @@ def test_gpu_presets():
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_memory_warns_in_one_line_when_the_layout_does_not_fit():
     args = ("memory", "--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "8",
             "--zero", "1", "-M", "32", "--mbs", "1", "--seq", "4096")
@@ -155,7 +155,7 @@ def test_step_time_is_the_unrounded_simulation():
 
 
 # ---- pruning does what docs/memory.md says ---------------------------------------------------
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_pruning_lists_no_dominated_zero_stage_and_loses_no_winner():
     """A higher ZeRO stage is not listed where a lower one fits the same layout and
     recomputation (it ties or loses), and brute force over every ZeRO stage and

@@ -22,14 +22,14 @@ def plans():
     return [in_order_plan(s) for s in SCHEDULES]
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_every_generated_schedule_completes_in_order(plans):
     assert len(SCHEDULES) > 400 and {s.name for s in SCHEDULES} == set(NAMES)
     for s, plan in zip(SCHEDULES, plans):
         check_in_order(s, plan)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_each_message_is_posted_once_per_side_in_one_order_per_pair(plans):
     for s, plan in zip(SCHEDULES, plans):
         all_msgs = {m for m, _, _ in messages(s)}
@@ -114,7 +114,7 @@ def _random_valid_schedule(rng, P, M, placement, split_backward):
     return Schedule.from_text(rows, stage_to_rank=placement, num_microbatches=M, name="random")
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(P=st.integers(1, 5), M=st.integers(1, 6), shape=st.sampled_from(["line", "loop", "v"]),
        split=st.booleans(), seed=st.integers(0, 10**6))

@@ -139,7 +139,7 @@ def test_a_stale_figure_is_found(tmp_path):
         not any(f"fig {section}.{key}-->" in d.read_text() for d in DOCS)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_computed_figures_are_what_the_code_computes_today():
     spec = importlib.util.spec_from_file_location("bench_planner",
                                                   ROOT / "benchmarks" / "bench_planner.py")

@@ -53,7 +53,7 @@ def label(name, P, M, V) -> str:
     return f"{name} P={P} M={M} V={V}"
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_keyed_generators_build_the_schedules_they_built_before():
     frozen = json.loads(DATA.read_text())
     assert set(frozen) == {label(*c) for c in cases()}

@@ -211,7 +211,7 @@ MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 450
 SIZE_EXEMPT: tuple[str, ...] = ()
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_no_function_over_80_lines_and_no_module_over_450():
     """Sizes that keep a function readable in one screen and a module in one sitting."""
     over = []

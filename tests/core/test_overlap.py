@@ -14,7 +14,7 @@ from pplab.sim.streams import Link, simulate_streams
 times = st.floats(min_value=0.0, max_value=8.0, allow_nan=False).map(lambda x: round(x, 3))
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(times, times, times, times)
 def test_a_pair_lies_between_its_longer_half_and_both_halves(fc, bc, fa, ba):

@@ -79,7 +79,7 @@ def _titan_split(root: pathlib.Path):
     return scope["generate_llm_fqn_per_model_part"]
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("cfg", TITAN_CASES, ids=lambda c: f"{c.schedule}-pp{c.pp}-z{c.zero}")
 def test_torchtitan_reads_the_export_back(tmp_path, cfg):
     root, ConfigManager = _torchtitan()
@@ -162,7 +162,7 @@ def _megatron_parser() -> argparse.ArgumentParser:
     return p
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("cfg", MEGATRON_CASES, ids=lambda c: f"{c.schedule}-pp{c.pp}-v{c.virtual}")
 def test_megatron_arguments_parse_and_megatron_core_accepts_them(cfg):
     assert cannot_run("megatron", L70, cfg) is None
@@ -236,7 +236,7 @@ def _plan(*args):
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_plan_export_is_the_fastest_runnable_layout_and_names_the_overall_best(tmp_path):
     r = _plan("--model", "llama3-70b", "--gpus", "64", "--seq", "4096", "--export",
               "torchtitan")

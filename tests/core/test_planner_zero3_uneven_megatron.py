@@ -79,7 +79,7 @@ def test_zero3_under_pp_is_not_priced_at_zero0_speed():
     assert e3s["step_time"] == pytest.approx(e0["step_time"], rel=0.05)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_the_regather_mode_changes_which_layout_ranks_first():
     """Llama 3 70B, 64 × 80 GB: re-gathering per microbatch keeps memory sharded, so a PP = 1
     layout fits and its gathers hide behind each op's compute: it ranks first. Keeping the

@@ -25,7 +25,7 @@ def test_generated_schedules_validate_and_run_once(schedule):
     assert len(tl.events) == sum(len(r) for r in schedule.ranks)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(name=st.sampled_from(sorted(NAMES)), P=st.integers(1, 10), M=st.integers(1, 40),
        V=st.integers(1, 4), tf=st.floats(0.1, 5), tb=st.floats(0.1, 5), wshare=st.floats(0, 1),

@@ -124,7 +124,7 @@ def test_v_min_and_v_half_bubbles_match_the_paper(name, P, M):
     assert tl.makespan - 3 * M == pytest.approx(form)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_v_half_at_p8_m32_is_about_half_of_1f1b():
     """B/2 = 7/39/2 = 9.0 % at P=8, M=32. The block repeated and only squeezed idled 11.1 %
     (12 of 108); reordering its warm-up and cool-down gives 8.1 % (8.5 of 104.5): 0.8 points

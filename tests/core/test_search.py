@@ -42,7 +42,7 @@ def test_matches_exact_on_tiny_instances(P, M):
     assert search(P, M, 1, costs, P, evaluations=50).makespan == best
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_exact_refuses_big_instances():
     with pytest.raises(ValueError, match="too many"):
         exact(4, 6, Costs(), cap=4)

@@ -59,7 +59,7 @@ def outcome(fn):
         return type(e).__name__, str(e)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_every_generator_any_costs_same_events_and_figures(data):
@@ -84,7 +84,7 @@ def test_every_generator_any_costs_same_events_and_figures(data):
         simulate(sched, again, executor="reference").events
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_shuffled_rank_lists_give_the_same_events_or_the_same_error(data):
@@ -112,7 +112,7 @@ def test_shuffled_rank_lists_give_the_same_events_or_the_same_error(data):
     assert fast == ref
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @SETTINGS
 @given(name=st.sampled_from(["interleaved", "bfs-1f1b", "zbv", "dualpipe", "dualpipev"]),
        P=st.integers(1, 12), M=st.integers(1, 48), V=st.sampled_from([1, 2, 3]))

@@ -67,7 +67,7 @@ def case(draw):
                                                                  "just-in-time"]))
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @SETTINGS
 @given(case())
 def test_latency_equal_to_comm_is_todays_per_hop_model(c):
@@ -112,7 +112,7 @@ def outcome(fn):
         return type(e).__name__, str(e)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_a_replay_is_the_full_run_for_any_costs_and_link(data):

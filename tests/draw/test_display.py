@@ -43,7 +43,7 @@ def _every_drawing():
     }
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_every_drawing_is_a_picture_for_ipython():
     for name, fig in _every_drawing().items():
         assert isinstance(fig, DisplayFigure), name
@@ -52,7 +52,7 @@ def test_every_drawing_is_a_picture_for_ipython():
         assert "Figure size" not in data["text/plain"], name
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_plan_figure_is_a_picture():
     from pplab.memory.planner import plan
     fig = draw_plan(plan(get_preset("llama3-8b").with_(seq=4096), 16), top=2)

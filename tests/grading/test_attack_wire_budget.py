@@ -76,7 +76,7 @@ def test_json_nested_past_the_reader_is_a_refused_answer_not_a_crash():
     assert refused and "nested too deeply" in why
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_honest_answers_stay_under_the_caps():
     report = _bounded("""
         from pplab.registry import make_schedule

@@ -48,7 +48,7 @@ def lookup_ideal(P, M):
     return {c: bubble_ideal(*c) for c in CASES}.get((P, M), 0.0)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_lookup_table_passes_public_cases_but_fails_hidden_ones(monkeypatch):
     monkeypatch.setenv("PPLAB_GRADE_SEED", "12345")
     assert check_bubble_formulas(lookup_total, lookup_ideal)

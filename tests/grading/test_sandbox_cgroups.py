@@ -145,7 +145,7 @@ def test_one_user_s_fork_bomb_does_not_fail_a_classmate():
     _check_class(out)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_without_a_cgroup_one_line_says_which_promise_is_weaker(tmp_path, monkeypatch):
     """An empty cgroup root: no group, the rlimits hold, and limits_note names the cost."""
     monkeypatch.setenv(cgroups.ROOT_ENV, str(tmp_path))

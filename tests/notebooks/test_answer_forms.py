@@ -103,7 +103,7 @@ def test_answers_are_found_in_their_context_only(qid, leak, other):
     assert not found(qid, other)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_every_prediction_has_forms_to_search():
     bare = [q.id for q in all_questions() if q.mode == "predict" and not answer_forms(q)]
     assert not bare, f"predictions the leak search cannot look for: {bare}"

@@ -38,7 +38,7 @@ def test_the_fairness_check_fails_on_options_in_their_written_order():
     assert over_share(written + tilted)          # the bank as written leans on position 0
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_no_position_holds_more_than_its_fair_share_of_right_answers():
     shown = [shown_options(q, who) for who in STUDENTS for q in CHOICES]
     assert len(shown) == len(STUDENTS) * len(CHOICES) > 10_000
@@ -55,7 +55,7 @@ def excess(orders) -> float:
     return max(held[j] - fair[j] for j in fair)
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_each_students_right_answers_spread_over_the_positions():
     over = {who: round(excess([shown_options(q, who) for q in CHOICES]), 2)
             for who in ["jovyan", "student", "ada", "grace"] + STUDENTS}

@@ -59,7 +59,7 @@ def test_order_grid_names_the_first_difference():
     assert grade(q, good).ok
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_every_question_is_well_formed():
     qs = all_questions()
     assert {q.lesson for q in qs} == set(LESSONS)
@@ -146,7 +146,7 @@ def test_quiz_widget_accepts_retries_and_progress_view(tmp_path, monkeypatch):
         in view.children[0].value
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 def test_course_package_is_pure():
     code = ("import sys, pplab.course, pplab.course.bank as b, pplab.course.questions;"
             "[q.value() for q in b.all_questions()];"

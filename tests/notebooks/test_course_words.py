@@ -90,7 +90,7 @@ def problems(texts) -> list[str]:
     return found
 
 
-@pytest.mark.slow   # over half a second on 2 cores: left out of make test-fast
+@pytest.mark.slow
 @pytest.mark.parametrize("lesson", lesson_params("words", LESSONS))
 def test_lesson_says_nothing_about_its_making_and_names_its_sources(lesson):
     found = problems(lesson_texts(NOTEBOOKS[lesson]))
