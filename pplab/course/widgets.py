@@ -1,6 +1,8 @@
-"""The widgets: one question (prompt, answer input, Check button, feedback) and the progress
-table. CSS classes are a contract with the browser tests: ``pplab-question`` (container),
-``pplab-answer`` (input), ``pplab-check`` (button), ``pplab-feedback`` (feedback area).
+"""The widgets: one question (prompt, answer input, Check button, feedback, and the
+measurement that the guess unlocks) and the progress table. CSS classes are a contract with
+the browser tests: ``pplab-question`` (container), ``pplab-answer`` (input), ``pplab-check``
+(button), ``pplab-feedback`` (feedback area), ``pplab-reveal`` (the measurement: empty until
+the guess is committed).
 """
 from __future__ import annotations
 
@@ -36,8 +38,34 @@ def _feedback_html(ok: bool, text: str, note: str | None) -> str:
     return f'<div style="color:{colour}">{text}</div>{extra}'
 
 
+def _show_measurement(q: Question, area, progress: Progress) -> None:
+    """Fill ``area`` with ``q``'s measurement, or say which question of its group still
+    waits for a guess (a shared measurement answers them all). Replaces what was there, so
+    a second commit shows it once."""
+    from .bank import get
+    from .reveals import group, measurement
+    waiting = [other for other in group(q.id) if other != q.id and not progress.done(get(other))]
+    area.outputs = ()
+    if waiting:
+        area.append_stdout(f"The measurement answers {', '.join(waiting)} too: it appears under "
+                           f"the last of these questions you commit.\n")
+        return
+    try:
+        parts = measurement(q.id)
+    except Exception as e:          # one line, never a traceback under the question
+        area.append_stdout(f"The measurement could not be made here: {type(e).__name__}: {e}\n")
+        return
+    for part in parts:
+        if isinstance(part, str):
+            area.append_stdout(part + "\n")
+        else:
+            area.append_display_data(part)
+
+
 def question_widget(q: Question, progress: Progress | None = None):
-    """The widget starts with the question only: no answer, no measurement, no hint."""
+    """The widget starts with the question only: no answer, no measurement, no hint. The
+    measurement appears in the widget, under the feedback, once the guess is committed (a
+    prediction) or right (a quiz): the reveal is the student's own action."""
     import ipywidgets as w
     title = f"<b>{_LABEL[q.mode]} ({q.id})</b> {q.prompt}"
     prompt = w.HTML(title)
@@ -45,22 +73,27 @@ def question_widget(q: Question, progress: Progress | None = None):
     button = w.Button(description="Check" if q.mode == "quiz" else "Commit my guess",
                       button_style="primary")
     feedback = w.HTML("")
-    box = w.VBox([prompt, answer, button, feedback])
+    measured = w.Output()
+    box = w.VBox([prompt, answer, button, feedback, measured])
     for widget, cls in ((box, "pplab-question"), (answer, "pplab-answer"),
-                        (button, "pplab-check"), (feedback, "pplab-feedback")):
+                        (button, "pplab-check"), (feedback, "pplab-feedback"),
+                        (measured, "pplab-reveal")):
         widget.add_class(cls)
 
     def check(_=None):
         res = grade(q, answer.value)
         note = None
+        prog = progress or Progress()
         if res.read is not None:
-            note = (progress or Progress()).record(q, res.ok)
+            note = prog.record(q, res.ok)
         feedback.value = _feedback_html(res.ok, res.feedback, note)
         if res.reveal and q.mode == "predict":     # a committed guess stays committed
             answer.disabled = button.disabled = True
+        if res.read is not None and (q.mode == "predict" or res.ok):
+            _show_measurement(q, measured, prog)
 
     button.on_click(check)
-    box.question, box.check = q, check
+    box.question, box.check, box.measured = q, check, measured
     BUILT.append(box)
     return box
 

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pplab.canvases.labserver import SERVER_FLAG
+from cell_tags import checked, skipped
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("PPLAB_CHROMIUM", "/usr/bin/chromium")
@@ -90,7 +91,7 @@ def blank_skipped_cells(folder: Path) -> None:
     for path in folder.glob("*.ipynb"):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            if cell.cell_type == "code" and cell.source.lstrip().startswith("# NBVAL_SKIP"):
+            if skipped(cell):
                 cell.source = ""
         nbformat.write(nb, path)
 
@@ -303,7 +304,7 @@ def drawing_cells(path: Path) -> list[int]:
     import nbformat
     cells = nbformat.read(path, as_version=4).cells
     return [i for i, c in enumerate(cells) if c.cell_type == "code"
-            and not c.source.lstrip().startswith("# NBVAL_SKIP") and DRAWS.search(c.source)]
+            and not skipped(c) and DRAWS.search(c.source)]
 
 
 PICTURE_JS = """([panel, i]) => { const cell = panel.querySelectorAll('.jp-Cell')[i];

@@ -1,12 +1,13 @@
-"""A lesson run as a student runs it, and everything they have seen at each step.
+"""A lesson run as a student runs it, and everything they have seen.
 
-The lesson is executed top to bottom in a fresh kernel (``# NBVAL_SKIP`` cells, real torchrun
-jobs, left out as the other notebook tests do). After every cell a hidden probe records the
-text of every live widget (seen_probe.py); after every question the probe answers it once,
-as a student commits a guess before running on, so the reveals that follow print their
-answers and the question's feedback shows. The result is a list of ``Seen`` chunks in
-reading order: each cell's source, its outputs (text, HTML, figures' text form) and the
-widget texts that appeared with it.
+The lesson is executed as Run All does: top to bottom in a fresh kernel with an empty progress
+file, no guess committed (cells tagged ``nbval-skip``, real torchrun jobs, left out as the
+other notebook tests do). After every cell a hidden probe records the text of every live
+widget (seen_probe.py). That is the page a student sees before guessing: ``RunAll.page``, a
+list of ``Seen`` chunks in reading order (each cell's source, its outputs — text, HTML,
+figures' text form — and the widget texts that appeared with it). Then, in the same kernel,
+every question is answered in order through the widget's own button, and what each commit
+shows is kept: ``RunAll.commits``.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+from cell_tags import checked, skipped
 
 HELPERS = Path(__file__).resolve().parent
 ASK = re.compile(r'ask\("([^"]+)"\)')
@@ -55,8 +57,34 @@ def _output_text(out) -> str:
     return text if isinstance(text, str) else "".join(text)
 
 
-def run_lesson(path: Path, timeout: int = 600) -> list[Seen]:
-    """Execute ``path`` as a student would and return what was seen, in order."""
+@dataclass(frozen=True)
+class Commit:
+    """One committed guess: the feedback, what the question's own measurement area then
+    shows, and what every other question's area shows."""
+    qid: str
+    cell: int
+    feedback: str
+    mine: tuple
+    others: tuple
+
+
+@dataclass(frozen=True)
+class RunAll:
+    lesson: str
+    page: tuple          # Seen chunks after Run All, nothing committed
+    commits: tuple       # Commit per question, in the lesson's order
+
+    def seen_with_answers(self) -> list[Seen]:
+        """The page with each question's feedback and measurement where it was asked: what a
+        student has read by the time they reach a later question, having answered the
+        earlier ones."""
+        extra = [Seen(self.lesson, c.cell, "widgets", "\n".join([c.feedback, *c.mine]))
+                 for c in self.commits]
+        return sorted(self.page + tuple(extra), key=lambda s: s.cell)
+
+
+def run_all(path: Path, timeout: int = 600) -> RunAll:
+    """Execute ``path`` as Run All does, then commit every guess; see the module doc."""
     from nbclient import NotebookClient
     lesson = path.name[:2]
     nb = nbformat.read(path, as_version=4)
@@ -65,13 +93,12 @@ def run_lesson(path: Path, timeout: int = 600) -> list[Seen]:
     place = {}                                  # our cell index -> index in ``work``
     for i, cell in enumerate(cells):
         run = cell.copy()
-        if run.cell_type == "code" and run.source.lstrip().startswith("# NBVAL_SKIP"):
+        if skipped(run):
             run.source = ""
         place[i] = len(work)
         work.append(run)
-        probe = "".join(f"_seen.answer({qid!r})\n" for qid in ASK.findall(cell.source)
-                        if cell.cell_type == "code")
-        work.append(nbformat.v4.new_code_cell(probe + f"_seen.snapshot({i})"))
+        work.append(nbformat.v4.new_code_cell(f"_seen.snapshot({i})"))
+    work.append(nbformat.v4.new_code_cell(f"_seen.commit_all({asked(cells)!r})"))
     nb.cells = work
     with tempfile.TemporaryDirectory(prefix="pplab-seen-") as tmp:
         log = Path(tmp) / "seen.jsonl"
@@ -87,7 +114,10 @@ def run_lesson(path: Path, timeout: int = 600) -> list[Seen]:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
-        snaps = [json.loads(line) for line in log.read_text().splitlines()]
+        entries = [json.loads(line) for line in log.read_text().splitlines()]
+    snaps = [e for e in entries if "texts" in e]
+    commits = tuple(Commit(e["commit"], e["cell"], e["feedback"], tuple(e["mine"]),
+                           tuple(e["others"])) for e in entries if "commit" in e)
     seen, shown = [], set()
     widget_texts = {s["cell"]: s["texts"] for s in snaps}
     for i, cell in enumerate(cells):
@@ -100,4 +130,14 @@ def run_lesson(path: Path, timeout: int = 600) -> list[Seen]:
         shown.update(new)
         if new:
             seen.append(Seen(lesson, i, "widgets", "\n".join(new)))
-    return seen
+    return RunAll(lesson, tuple(seen), commits)
+
+
+_RUNS: dict = {}
+
+
+def lesson_run(path: Path) -> RunAll:
+    """``run_all(path)``, once per test session (the leak tests share one run per lesson)."""
+    if path not in _RUNS:
+        _RUNS[path] = run_all(path)
+    return _RUNS[path]

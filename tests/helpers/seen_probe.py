@@ -3,7 +3,10 @@ what a student sees on the page besides the cells' own outputs — the text of e
 widget (canvas messages and pictures, sliders, question prompts and feedback) — and answers
 each question as a student does, so the feedback that follows a guess is seen too.
 
-Each call appends one JSON line to ``$PPLAB_SEEN_LOG``: ``{"cell": i, "texts": [...]}``.
+Each call appends one JSON line to ``$PPLAB_SEEN_LOG``: ``{"cell": i, "texts": [...]}`` for a
+snapshot, ``{"commit": qid, "cell": i, "feedback": ..., "mine": [...], "others": [...]}`` for
+a committed guess (its feedback, what its own measurement area shows, and what every other
+question's area shows).
 """
 import html
 import json
@@ -64,16 +67,40 @@ def snapshot(cell: int) -> None:
         f.write(json.dumps({"cell": cell, "texts": widget_texts()}) + "\n")
 
 
-def answer(qid: str) -> None:
-    """Answer the question widget asked for ``qid`` as a student's first try."""
+def _area_texts(area) -> list[str]:
+    out = []
+    _output_texts(area.outputs, out)
+    return [t for t in out if t.strip()]
+
+
+def commit_all(asked) -> None:
+    """After Run All: commit a guess in every question, in the lesson's order, as a student
+    does by pressing its button, and log what then shows (``asked``: (cell, id) pairs)."""
+    from pplab.course.widgets import BUILT
+    boxes = [b for b in BUILT if hasattr(b, "measured")]
+    for cell, qid in asked:
+        box = answer(qid)
+        if box is None:
+            continue
+        entry = {"commit": box.question.id, "cell": cell,
+                 "feedback": html.unescape(TAG.sub(" ", box.children[3].value)),
+                 "mine": _area_texts(box.measured),
+                 "others": [t for b in boxes if b is not box for t in _area_texts(b.measured)]}
+        with open(os.environ["PPLAB_SEEN_LOG"], "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+def answer(qid: str):
+    """Answer the question widget asked for ``qid`` as a student's first try; the box."""
     from pplab.course import question
     from pplab.course.widgets import BUILT
     try:
         qid = question(qid).id                   # an old id asks the renamed question
     except ValueError:
-        return                                   # an old lesson's question the bank dropped
+        return None                              # an old lesson's question the bank dropped
     box = next(b for b in reversed(BUILT) if b.question.id == qid)
     answer_widget = box.children[1]
     q = box.question
     answer_widget.value = answer_widget.options[0] if q.kind == "choice" else GUESS[q.kind]
     box.check()
+    return box

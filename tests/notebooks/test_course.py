@@ -119,13 +119,16 @@ def test_widget_dom_contract_and_initial_state(tmp_path, monkeypatch):
     monkeypatch.setenv("PPLAB_PROGRESS", str(tmp_path / "p.json"))
     from pplab.course import ask
     box = ask("03.gpipe-bubble")
-    prompt, answer, button, feedback = box.children
+    prompt, answer, button, feedback, measured = box.children
     assert "pplab-question" in box._dom_classes and "pplab-answer" in answer._dom_classes
     assert "pplab-check" in button._dom_classes and "pplab-feedback" in feedback._dom_classes
+    assert "pplab-reveal" in measured._dom_classes
     assert feedback.value == "" and "33.3" not in prompt.value     # nothing revealed yet
+    assert measured.outputs == ()
     answer.value = "50"
     button.click()
     assert "a different denominator" in feedback.value and "33.3%" in feedback.value
+    assert "makespan 27" in "".join(o["text"] for o in measured.outputs)   # in place, once
     assert answer.disabled and button.disabled                     # a committed guess stays
     assert json.loads((tmp_path / "p.json").read_text())["answers"]["03.gpipe-bubble"]["tries"] == 1
 
@@ -134,7 +137,7 @@ def test_quiz_widget_accepts_retries_and_progress_view(tmp_path, monkeypatch):
     monkeypatch.setenv("PPLAB_PROGRESS", str(tmp_path / "p.json"))
     from pplab.course import ask, progress_view
     box = ask("03.q-which-m")
-    _, answer, button, feedback = box.children
+    _, answer, button, feedback, _ = box.children
     answer.value = next(o for o in answer.options if o.startswith("M = 12"))
     button.click()
     assert "÷ ideal" in feedback.value and not button.disabled

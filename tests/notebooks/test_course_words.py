@@ -14,14 +14,13 @@ import pytest
 from course_pending import lesson_params
 
 from pplab.course.bank import LESSONS, get
-from pplab.course.reveals import _REVEALS
+from pplab.course.reveals import measurement_text
 from pplab.course.sources import SOURCES, sources_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
 EXERCISES = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 ASK = re.compile(r'ask\("([^"]+)"\)')
-REVEAL = re.compile(r'reveal\(((?:"[^"]+",?\s*)+)\)')
 
 #: words about how the course was made: never in what a student reads
 MAKING = [re.compile(p, re.I) for p in (
@@ -55,7 +54,7 @@ def _question_text(qid: str) -> str:
 
 def lesson_texts(path: Path):
     """(where, text) in reading order: cell sources and saved outputs, with each asked
-    question's words and each reveal's printed text where they appear."""
+    question's words and the measurement its commit shows, where it is asked."""
     for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
         yield f"cell {i}", cell.source
         for out in cell.get("outputs", []):
@@ -63,9 +62,7 @@ def lesson_texts(path: Path):
                 "text/plain", ""))
         for qid in ASK.findall(cell.source):
             yield f"cell {i} question {qid}", _question_text(qid)
-        for group in REVEAL.findall(cell.source):
-            for qid in re.findall(r'"([^"]+)"', group):
-                yield f"cell {i} reveal {qid}", _REVEALS[qid]()
+            yield f"cell {i} measurement {qid}", measurement_text(qid)
 
 
 def problems(texts) -> list[str]:

@@ -1,8 +1,8 @@
 """Nothing a student has seen before a question gives its answer away (issue 30).
 
-Each lesson is run as a student runs it (tests/helpers/lesson_run.py: top to bottom in a
-fresh kernel, every question answered once when reached, every live widget's text read
-after each cell). For each prediction and quiz, everything seen before it — the earlier
+Each lesson is run as a student runs it (tests/helpers/lesson_run.py: Run All in a fresh
+kernel, every live widget's text read after each cell, then every question answered through
+its own button; a question's feedback and measurement count as read from its cell on). For each prediction and quiz, everything seen before it — the earlier
 lessons whole, and this lesson's cells above the question: markdown, code, printed and
 drawn output, figure titles and labels, canvas messages and pictures, earlier questions'
 feedback — is searched for the answer in every form the bank's own answer gives
@@ -24,7 +24,7 @@ import nbformat
 import pytest
 from answer_forms import answer_forms, shown_settings_hits
 from course_pending import lesson_params
-from lesson_run import asked, run_lesson
+from lesson_run import asked, lesson_run
 
 from pplab.course.bank import LESSONS, get
 
@@ -37,8 +37,9 @@ pytestmark = pytest.mark.slow
 
 @lru_cache(maxsize=None)
 def seen_in(lesson: str):
-    """What a student sees in ``lesson``, run once per test session."""
-    return tuple(run_lesson(NOTEBOOKS[lesson]))
+    """What a student has read in ``lesson`` having answered each question as they reached
+    it (one Run-All run per lesson per session, shared with test_run_all.py)."""
+    return tuple(lesson_run(NOTEBOOKS[lesson]).seen_with_answers())
 
 
 def _asked(lesson: str) -> list[tuple[int, str]]:

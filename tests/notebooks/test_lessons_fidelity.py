@@ -53,7 +53,7 @@ def test_fixed_cost_is_fitted_to_the_write_up():
     assert abs(fixed_cost_step(8, 8, W, c) - 875) < 1e-6
     assert abs(c / W * 12 - 0.2486) < 1e-3        # the old hand-picked 0.25 (of 12 units) fits
     text = _text("04")
-    assert "fixed extra cost of 0.25" not in text and 'reveal("04.fastest-m")' in text
+    assert "fixed extra cost of 0.25" not in text and 'ask("04.fastest-m")' in text
 
 
 def test_lesson09_bubble_names_its_denominator_and_parts():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from cell_tags import checked, skipped
 
 ROOT = Path(__file__).resolve().parents[2]
 from test_notebooks import SWEEP, sweep  # noqa: E402
@@ -49,7 +50,7 @@ def _read(name):
 
 def _checked_text(nb):
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                   and c.source.startswith("# NBVAL_CHECK_OUTPUT") for o in c.outputs)
+                   and checked(c) for o in c.outputs)
 
 
 @pytest.mark.parametrize("name", LESSONS)
@@ -66,7 +67,7 @@ def test_checked_numbers_and_canvases(name):
         assert all("nbval-ignore-output" in c.metadata.get("tags", []) for c in cells)
     for c in nb.cells:       # every real run is skipped by nbval and the lesson executor
         if c.cell_type == "code" and ("run_schedule(" in c.source and "import" in c.source):
-            assert c.source.startswith("# NBVAL_SKIP"), c.source[:60]
+            assert skipped(c), c.source[:60]
     assert "Check your understanding" in src or name.startswith("00")
 
 

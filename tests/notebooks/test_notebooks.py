@@ -9,6 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from cell_tags import checked, skipped
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -56,7 +57,7 @@ assert not _bad, _bad
 def _execute(path, extra=None):
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:     # NBVAL_SKIP cells (real torchrun jobs) are not run here either
-        if cell.cell_type == "code" and cell.source.lstrip().startswith("# NBVAL_SKIP"):
+        if skipped(cell):
             cell.source = ""
     if extra:
         nb.cells.append(nbformat.v4.new_code_cell(extra))
@@ -88,24 +89,24 @@ def test_lesson_conventions(path):
     outputs, widget cells are tagged for nbval, and the file stays small."""
     nb = nbformat.read(path, as_version=4)
     assert path.stat().st_size < 300_000
-    checked = 0
+    n_checked = 0
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        if cell.source.lstrip().startswith("# NBVAL_CHECK_OUTPUT"):
+        if checked(cell):
             assert cell.execution_count is not None and cell.outputs, cell.source[:80]
             text = "".join(o.get("text", "") for o in cell.outputs)
             assert "0x" not in text and " at 0x" not in text       # no memory addresses
-            checked += 1
+            n_checked += 1
         else:
             assert not cell.outputs, f"unchecked cell saved with outputs: {cell.source[:80]}"
         if "_canvas(" in cell.source:
             assert "nbval-ignore-output" in cell.metadata.get("tags", [])
-    assert checked >= 1
+    assert n_checked >= 1
     assert "widgets" not in nb.metadata
 
 
 def test_welcome_guards_the_real_run():
     nb = nbformat.read(ROOT / "notebooks" / "00_setup_and_first_run.ipynb", as_version=4)
     runs = [c for c in nb.cells if "run_schedule(" in c.source]
-    assert runs and all(c.source.startswith("# NBVAL_SKIP") for c in runs)
+    assert runs and all(skipped(c) for c in runs)
