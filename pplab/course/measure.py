@@ -80,3 +80,16 @@ def fit_fixed_cost(P: int, points: dict[int, float]) -> tuple[float, float]:
 def fixed_cost_step(P: int, M: int, W: float, c: float) -> float:
     """The simulated 1F1B step for ``fit_fixed_cost``'s model."""
     return timeline("1f1b", P, M, tf=W / 3 / M, tb=2 * W / 3 / M, fixed=c).makespan
+
+
+def v_block(name: str, P: int):
+    """One microbatch of a V schedule's building block (``v-min``, ``v-half``, ``v-zb``) as a
+    timeline of unit slots: its F and I passes where the block starts them, so the V's legs
+    and the waits that set each chunk's lifespan can be drawn (W fills free slots later)."""
+    from ..ir import Action
+    from ..schedules.controllable import block_times
+    from ..timeline import Event, Timeline
+    f, i = block_times(name, P)
+    events = [Event(s if s < P else 2 * P - 1 - s, Action(s, kind, 0), t[s], t[s] + 1)
+              for s in range(2 * P) for kind, t in (("F", f), ("I", i))]
+    return Timeline(P, sorted(events, key=lambda e: (e.start, e.rank)))

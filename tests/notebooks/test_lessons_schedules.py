@@ -145,3 +145,14 @@ def test_lesson06_dualpipe_does_not_shrink_with_M():
         assert idle == {(P // 2 - 1) * (3 + 2 - 3)}
     text = _checked_text(LESSONS[1])
     assert "dualpipe            6            6    5.9%                  9  2x" in text
+
+
+def test_lesson13_block_picture_draws_the_v():
+    """Lesson 13's picture of V-Half's block: the forward runs down the ranks two slots apart
+    and back up one slot apart, the input-gradient pass retraces it."""
+    from pplab.course.measure import v_block
+    tl = v_block("v-half", 4)
+    f = sorted((e.start, e.rank) for e in tl.events if e.op.kind == "F")
+    i = sorted((e.start, e.rank) for e in tl.events if e.op.kind == "I")
+    assert f == [(0, 0), (2, 1), (4, 2), (6, 3), (7, 3), (8, 2), (9, 1), (10, 0)]
+    assert [r for _, r in i] == [0, 1, 2, 3, 3, 2, 1, 0]

@@ -35,8 +35,9 @@ QUESTIONS = (
                 "peak is a whole number of half-stages over 1F1B's P."),
     Question(
         "13.search-cap2", "predict", "number",
-        "P = 4, M = 8, tf = 1, tb = 2, tw = 1, and a cap of C = 2 microbatches per rank: only "
-        "`naive` (makespan 96) fits among the built-ins. What makespan will the search find?",
+        "P = 4, M = 8, tf = 1, tb = 2, tw = 1, one stage per rank (V = 1), and a cap of C = 2 "
+        "activations per rank: among the built-ins with one stage per rank only `naive` "
+        "(makespan 96) fits. What makespan will the search find?",
         answer=lambda: searched_makespan(4, 8, 2), tol=0.0,
         traps=((96, "The search starts from every built-in that fits, then improves on it: "
                     "it does much better than naive."),
@@ -57,15 +58,16 @@ QUESTIONS = (
                  Option("longer: a search on a time budget misses what ZB-H1 found",
                         "ZB-H1 fits C = 4 and is one of the search's starting points, so the "
                         "search never returns anything longer.")),
-        explain="The reveal cell runs the search at C = 4 next to ZB-H1."),
+        explain="The search starts from ZB-H1 here and keeps any move that does not lengthen "
+                "the step; none shortens it."),
     Question(
         "13.dualpipe-tfb", "predict", "number",
-        "DualPipe at P = 4, M = 16, tf = 1, tb = 2, tw = 1. When each pair hides one time unit "
-        "of all-to-all under compute (tfb = 2) its makespan is 38; ZB-H1's is 51. What is "
-        "DualPipe's makespan when the pair hides nothing (tfb = tf + tb = 3)?",
+        "DualPipe at P = 4, M = 16, with no all-to-all: every pass is its compute, tf = 1, "
+        "tb = 2, tw = 1, and an F&B pair hides nothing, F&B = tf + tb = 3. ZB-H1's makespan is "
+        "51. What is DualPipe's?",
         answer=lambda: timeline("dualpipe", 4, 16, tfb=3.0, **_COSTS).makespan, tol=0.0,
-        traps=((38, "38 assumes the pair hides communication: every F&B pair now costs 3, "
-                    "not 2."),
+        traps=((48, "48 is the work alone, M·(tf + tb): DualPipe still fills and drains, "
+                    "from both ends."),
                (51, "Close, but DualPipe's bidirectional fill still saves a little over ZB-H1."),
                (57, "57 is 1F1B: DualPipe keeps its split backward and its two directions.")),
         explain="DualPipe's bubble, (P/2 − 1)(F&B + B − 3W), grows with the pair's cost F&B, "
@@ -85,18 +87,20 @@ QUESTIONS = (
                         "whole pipeline: its bubble is far larger."))),
     Question(
         "13.q-overlap", "quiz", "choice",
-        "What must be true for DualPipe's overlapped F&B pair to cost less than tf + tb?",
+        "A lone forward lasts F = tf + fa (its compute, then its expert all-to-all), a lone "
+        "backward B = tb + ba. What must be true for DualPipe's F&B pair to last less than "
+        "F + B?",
         options=(Option("Each chunk's all-to-all runs under the other chunk's compute",
                         "The computations still run back to back; the pair is shorter than "
-                        "tf + tb by the communication it hides (DeepSeek-V3 gives 20 of 132 "
-                        "SMs to it).", True),
+                        "F + B by the all-to-all it hides (DeepSeek-V3 gives 20 of 132 SMs "
+                        "to the communication).", True),
                  Option("The two chunks' computations run at once on the same SMs",
-                        "They share the SMs and run one after the other; only communication "
-                        "overlaps compute."),
+                        "They share the SMs and run one after the other, so a pair never "
+                        "lasts less than tf + tb; only communication overlaps compute."),
                  Option("Each all-to-all is shorter than the compute it hides under",
-                        "Not needed: a pair lasts its longest chain, which stays below "
-                        "tf + tb whenever some all-to-all runs under the other chunk's "
-                        "compute, long or short."),
+                        "Not needed: a pair lasts its longest chain, max(tf + tb, fa + ba, "
+                        "tf + fa, tb + ba), below F + B whenever there is an all-to-all. "
+                        "At fa = 3, ba = 0.5 the pair lasts 4 against F + B = 6.5."),
                  Option("The microbatches outnumber the ranks by a wide margin",
                         "M sets how many pairs a step has, not whether a pair overlaps; the "
                         "overlap is up to the kernels."))),
