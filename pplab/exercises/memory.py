@@ -6,7 +6,6 @@ not show and raises ``AssertionError`` naming the case, the expected value and a
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from ..registry import make_schedule
 from ..timeline import inflight_profile
 from .bubble import _call, _fail
 from .guard import derive_without
+from .normalise import normalise
 
 
 def _close(a, b, rel=1e-6) -> bool:
@@ -135,7 +135,7 @@ def check_layout(cfg, preset: str = "llama3-70b", seq: int = 4096, gpus: int = 6
         rep = memory_report(model, cfg)
     except ValueError as e:
         _fail(f"this layout is not valid for {model.name}: {e}")
-    if rep.peak_bytes > gpu_memory:
+    if not rep.peak_bytes <= gpu_memory:            # fails closed: NaN never fits
         r = rep.per_rank[rep.peak_rank]
         _fail(f"rank {rep.peak_rank} needs {rep.peak_bytes / 1e9:.1f} GB > "
               f"{gpu_memory / 1e9:.0f} GB (params {r.params / 1e9:.1f}, grads "
@@ -143,7 +143,7 @@ def check_layout(cfg, preset: str = "llama3-70b", seq: int = 4096, gpus: int = 6
               f"{r.activations / 1e9:.1f}). Hint: selective recomputation with SP, a higher "
               f"ZeRO stage, or more PP")
     est = estimate(model, cfg, Hardware(memory=gpu_memory))
-    if est["step_time"] > target_s:
+    if not est["step_time"] <= target_s:
         _fail(f"fits ({rep.peak_bytes / 1e9:.1f} GB on rank {rep.peak_rank}) but the estimated "
               f"step is {est['step_time']:.2f} s > {target_s:g} s (bubble "
               f"{est['bubble_fraction']:.1%}, one TP all-reduce "
@@ -195,16 +195,37 @@ def step_bound(budget: Budget) -> float:
     return best.step_time * BOUND_SLACK
 
 
+#: what a layout chooses, and so the only fields of the student's config that are read; the
+#: byte sizes (mixed-precision Adam, 16-bit activations) are the task's, never the answer's
+LAYOUT_FIELDS = ("tp", "pp", "dp", "zero", "sp", "recompute", "microbatch", "microbatches",
+                 "schedule", "virtual", "zero3_regather", "zero2_reduce", "first_layers",
+                 "last_layers")
+_WHOLE = {"tp": 1, "pp": 1, "dp": 1, "microbatch": 1, "microbatches": 1, "zero": 0,
+          "virtual": 1, "first_layers": 0, "last_layers": 0}      # the least each may be
+_MAY_BE_NONE = ("virtual", "first_layers", "last_layers")
+_TEXT = ("recompute", "schedule", "zero3_regather", "zero2_reduce")
+
+
 def _as_config(cfg) -> ParallelConfig:
-    """The student's ParallelConfig, rebuilt as this module's own class."""
-    if isinstance(cfg, ParallelConfig):
-        return cfg
-    try:
-        return ParallelConfig(**dataclasses.asdict(cfg))
-    except TypeError:
+    """A fresh ParallelConfig from only the layout's own fields of the student's config, each
+    checked (whole numbers where they count things, text where they name a choice): a field
+    the task does not define (a byte size of 0 or NaN) never reaches the memory report."""
+    if not all(hasattr(cfg, name) for name in LAYOUT_FIELDS):
         _fail(f"expected a ParallelConfig, got {type(cfg).__name__}: build one like "
               "ParallelConfig(tp=.., pp=.., dp=.., zero=.., sp=.., recompute=.., "
               "microbatches=.., schedule=..)")
+    fields = {name: normalise(getattr(cfg, name)) for name in LAYOUT_FIELDS}   # numpy → int
+    for name, value in fields.items():
+        if name in _MAY_BE_NONE and value is None:
+            continue
+        if name in _WHOLE and (type(value) is not int or value < _WHOLE[name]):
+            _fail(f"{name}={value!r:.60}: it counts GPUs, microbatches, stages or layers, so "
+                  f"it must be a whole number ≥ {_WHOLE[name]}")
+        if name in _TEXT and type(value) is not str:
+            _fail(f"{name}={value!r:.60} must be text, e.g. {getattr(ParallelConfig, name)!r}")
+        if name == "sp" and type(value) is not bool:
+            _fail(f"sp={value!r:.60} must be True or False")
+    return ParallelConfig(**fields)
 
 
 @derive_without("memory.planner.plan", "exercises.memory.step_bound", whole_library=False)

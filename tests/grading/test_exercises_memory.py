@@ -63,3 +63,29 @@ def test_layout_grader_rejects_bad_layouts():
     _raises(check_layout, good.with_(tp=8, pp=8, dp=1, microbatches=512, schedule="1f1b",
                                      recompute="full", zero=0), match="step is")
     _raises(check_layout, "TP=2 PP=8", match="ParallelConfig")
+
+
+# ---- a layout that games the byte sizes ---------------------------------------------------------
+@pytest.mark.parametrize("size", [0, float("nan")])
+@pytest.mark.parametrize("path", ["public check", "after the wire"])
+def test_a_layout_with_zero_or_nan_byte_sizes_earns_nothing(size, path):
+    """Byte sizes are the task's, not the answer's: a layout that sets them to 0 or NaN is
+    graded with the real ones (and a NaN step time or peak never passes a comparison)."""
+    from pplab.exercises import check_layout_for_budget
+    from pplab.grading.untrusted import wire
+    cfg = ParallelConfig(tp=1, pp=1, dp=64, zero=0, recompute="none", microbatches=8,
+                         bytes_param=size, bytes_grad=size, bytes_optim=size, bytes_act=size)
+    if path == "after the wire":
+        cfg = wire.decode(wire.encode(cfg))
+        assert type(cfg) is ParallelConfig and cfg.bytes_act != 2
+    _raises(check_layout_for_budget, lambda budget: cfg, match="GB >")
+    _raises(check_layout, cfg, match="GB >")
+
+
+def test_layout_fields_must_be_what_they_count():
+    good = ParallelConfig(tp=2, pp=8, dp=4, zero=2, sp=True, recompute="selective",
+                          microbatches=128, schedule="zbv")
+    for bad, match in ((dict(tp=float("nan")), "whole number"), (dict(microbatch=0.5),
+                       "whole number"), (dict(microbatch=0), "whole number"),
+                       (dict(sp=1), "True or False"), (dict(schedule=None), "must be text")):
+        _raises(check_layout, good.with_(**bad), match=match)
