@@ -15,7 +15,7 @@ from ..memory.units import fmt_bytes, fmt_count, fmt_seconds
 from .checks import add_pmv
 from .plan import add_plan_arguments
 from .sizing import add_hardware_arguments, add_model_arguments, hardware_from_args, \
-    model_from_args
+    model_flags, model_from_args
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,6 +63,12 @@ def main(a) -> int:
         return plan.run_plan(a)
     model = model_from_args(a)
     hw = hardware_from_args(a)
+    if a.explain and a.json:
+        raise ValueError("--explain and --json do not combine: --json already carries the "
+                         "step time's terms; drop one")
+    if a.sp and a.tp == 1:
+        raise ValueError("--sp needs --tp ≥ 2: sequence parallelism splits what the TP ranks "
+                         "would each hold whole")
     cfg = ParallelConfig(a.tp, a.pp, a.dp, a.zero, a.sp, a.recompute, a.mbs, a.M,
                          a.schedule, a.V, a.gpus, zero3_regather=a.zero3_regather,
                          zero2_reduce=a.zero2_reduce,
@@ -73,8 +79,8 @@ def main(a) -> int:
     if rep.peak_bytes > hw.memory:
         print(f"pplab: warning: does not fit: needs {fmt_bytes(rep.peak_bytes)} on rank "
               f"{rep.peak_rank}, {fmt_bytes(rep.peak_bytes - hw.memory)} over the "
-              f"{fmt_bytes(hw.memory, exact=True)} GPU (--gpu {a.gpu}); pplab plan --model "
-              f"{a.model or 'NAME'} --gpus {rep.gpus} lists layouts that fit", file=sys.stderr)
+              f"{fmt_bytes(hw.memory, exact=True)} GPU (--gpu {a.gpu}); pplab plan "
+              f"{model_flags(a)} --gpus {rep.gpus} lists layouts that fit", file=sys.stderr)
     if a.json:
         d = rep.to_dict()
         d.update(bubble_fraction=est["bubble_fraction"], step_time_estimate=est["step_time"],

@@ -12,7 +12,7 @@ from ..memory.planner import LEAVES_OUT, plan
 from ..memory.units import fmt_bytes, fmt_count, fmt_seconds
 from ..registry import spec
 from .sizing import add_hardware_arguments, add_model_arguments, hardware_from_args, \
-    hardware_title, model_from_args
+    hardware_title, model_flags, model_from_args
 
 DEFAULT_SCHEDULES = ("1f1b", "interleaved", "zb-h1", "zbv", "dualpipev", "gpipe")
 
@@ -51,15 +51,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "language (default: none)")
 
 
-def _check(a) -> tuple[str, ...]:
+def _check(a, model) -> tuple[str, ...]:
+    """Every flag checked before any planning: one line naming the flag, exit 2."""
     if a.gpus < 1:
         raise ValueError(f"--gpus must be ≥ 1, got {a.gpus}")
     for flag, value in (("--mbs", a.mbs), ("--max-pp", a.max_pp), ("--global-batch",
-                        a.global_batch or 1)):
-        if value < 1:
+                        a.global_batch)):
+        if value is not None and value < 1:
             raise ValueError(f"{flag} must be ≥ 1, got {value}")
     if a.top < 0:
         raise ValueError(f"--top must be ≥ 0 (0: all), got {a.top}")
+    ends = [(f, v) for f, v in (("--first-layers", a.first_layers),
+                                ("--last-layers", a.last_layers)) if v is not None]
+    for flag, v in ends:
+        if not 0 <= v < model.layers:
+            raise ValueError(f"{flag} {v}: a stage holds 0 to {model.layers - 1} of "
+                             f"{model.name}'s {model.layers} layers")
+    if ends and sum(v for _, v in ends) > model.layers:
+        raise ValueError(f"--first-layers + --last-layers = {sum(v for _, v in ends)} > "
+                         f"{model.name}'s {model.layers} layers")
+    if getattr(a, "json", False) and getattr(a, "export", None):
+        raise ValueError("--json and --export do not combine: --export prints the tool's own "
+                         "configuration; drop one")
+    if not hasattr(a, "schedules"):
+        return DEFAULT_SCHEDULES
     names = tuple(spec(n.strip()).name for n in a.schedules.split(",") if n.strip())
     if not names:
         raise ValueError("--schedules needs at least one name, e.g. --schedules 1f1b")
@@ -68,10 +83,10 @@ def _check(a) -> tuple[str, ...]:
 
 def run_plan(a) -> int:
     """Plan and print (also ``pplab memory --plan``, whose flags are a superset)."""
-    if getattr(a, "gpus", None) is None:
-        raise ValueError("--plan needs --gpus N (pplab plan --model NAME --gpus N)")
-    names = _check(a) if hasattr(a, "schedules") else DEFAULT_SCHEDULES
     model, hw = model_from_args(a), hardware_from_args(a)
+    if getattr(a, "gpus", None) is None:
+        raise ValueError(f"--plan needs --gpus N (pplab plan {model_flags(a)} --gpus N)")
+    names = _check(a, model)
     tool = getattr(a, "export", None)
     limits = {} if tool is None else {"schedules": tuple(n for n in names if n in
                                                          TOOLS[tool].schedules),

@@ -50,6 +50,15 @@ def model_from_args(a) -> ModelSpec:
     return m
 
 
+def model_flags(a) -> str:
+    """The model flags as given, for a hint that can be pasted: "--model llama3-70b" or the
+    shapes ("--layers 32 --hidden 4096 ...")."""
+    out = [f"--model {a.model}"] if a.model else []
+    out += [f"--{k.replace('_', '-')} {getattr(a, k)}" for k in SHAPES
+            if getattr(a, k) is not None]
+    return " ".join(out)
+
+
 def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("hardware (a data-sheet preset; each number can be overridden)")
     g.add_argument("--gpu", default="h100-80gb", metavar="NAME",
@@ -68,7 +77,18 @@ def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
                    help="GB/s per GPU between nodes (default: the --gpu preset's)")
 
 
+#: the largest value each unit-bearing flag takes: a number above it was given in the
+#: wrong unit (bytes for GB, FLOP/s for TFLOP/s), not a GPU that exists
+UNIT_LIMITS = {"gpu_memory": (1e4, "GB"), "gpu_flops": (1e5, "TFLOP/s"),
+               "intra_bw": (1e5, "GB/s"), "inter_bw": (1e5, "GB/s")}
+
+
 def hardware_from_args(a) -> Hardware:
+    for name, (limit, unit) in UNIT_LIMITS.items():
+        v = getattr(a, name)
+        if v is not None and v > limit:
+            raise ValueError(f"--{name.replace('_', '-')} {v:g} is in {unit}: "
+                             f"{v:g} {unit} is no GPU; give at most {limit:g}")
     scaled = lambda x, unit: None if x is None else x * unit
     return hardware(a.gpu, a.efficiency, scaled(a.gpu_memory, 1e9), scaled(a.gpu_flops, 1e12),
                     a.gpus_per_node, scaled(a.intra_bw, 1e9), scaled(a.inter_bw, 1e9))

@@ -31,6 +31,8 @@ def reduced(M: int, P: int, name: str = "") -> tuple[int, int] | None:
     if traits.period_2 and P % 2 == 0:
         step = 2
     lo = max((2 if traits.settles_at_2P else 1) * P, 8)
+    if M < lo:          # below the steady state the rules may differ: M itself decides
+        return None
     Ma = M - ((M - lo) // step) * step
     return Ma, Ma + step
 

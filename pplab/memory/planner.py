@@ -339,7 +339,11 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
                                      f"{fmt_bytes(hw.memory, exact=True)} GPU", peak, rank,
                                      memory=hw.memory))
                 continue
-            e = _estimate_cached(model, _same_traffic(cfg), hw, seq)
+            try:
+                e = _estimate_cached(model, _same_traffic(cfg), hw, seq)
+            except ValueError as err:      # a schedule rule only the full M breaks
+                out.append(Candidate(cfg, False, str(err), peak, rank, memory=hw.memory))
+                return out
             out.append(Candidate(cfg, True, "", peak, rank, e["step_time"], e["bubble_fraction"],
                                  e, hw.memory, e["exposed_comm"]))
             if _cheap(z, mode, M) or e["exposed_comm"] == 0:

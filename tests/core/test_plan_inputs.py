@@ -1,0 +1,50 @@
+"""Bad input to ``pplab plan`` and ``pplab memory``: one line naming the flag, exit 2, before
+any planning; and a candidate only the full microbatch count rules out is skipped and said,
+never the end of the whole plan."""
+import pytest
+
+from pplab.cli import main
+from pplab.memory import ModelSpec
+from pplab.memory.planner import plan
+
+L70 = ["--model", "llama3-70b"]
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["plan", *L70, "--gpus", "64", "--global-batch", "0"], "--global-batch must be ≥ 1"),
+    (["plan", *L70, "--gpus", "64", "--first-layers", "100"], "--first-layers 100"),
+    (["plan", *L70, "--gpus", "64", "--first-layers", "-3"], "--first-layers -3"),
+    (["plan", *L70, "--gpus", "64", "--last-layers", "41", "--first-layers", "40"], "> "),
+    (["plan", *L70, "--gpus", "64", "--json", "--export", "megatron"], "--json and --export"),
+    (["memory", *L70, "--tp", "8", "--explain", "--json"], "--explain and --json"),
+    (["memory", *L70, "--sp"], "--sp needs --tp ≥ 2"),
+    (["memory", *L70, "--tp", "8", "--gpu-memory", "1e12"], "--gpu-memory 1e+12 is in GB"),
+    (["plan", *L70, "--gpus", "8", "--gpu-flops", "989e12"], "--gpu-flops"),
+    (["memory", *L70, "--plan"], "pplab plan --model llama3-70b --gpus N"),
+    (["memory", "--layers", "4", "--hidden", "64", "--heads", "4", "--ffn", "256",
+      "--vocab", "100", "--plan"], "pplab plan --layers 4 --hidden 64 --heads 4"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, says):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1 and says in err, err
+    assert "NAME" not in err
+
+
+def test_warning_hint_names_the_model_given(capsys):
+    assert main(["memory", "--layers", "8", "--hidden", "8192", "--heads", "64", "--ffn",
+                 "28672", "--vocab", "1000"]) == 0
+    err = capsys.readouterr().err
+    assert "does not fit" in err and "pplab plan --layers 8 --hidden 8192" in err
+
+
+def test_an_infeasible_dualpipev_candidate_is_skipped_and_said():
+    """P ≤ M < 2P with M above the simulated range: checked at its own M, not a reduced one
+    (which once passed, and the simulation at the full M ended the plan)."""
+    m = ModelSpec("c", 128, 1024, 8, 4096, 1000, 2048)
+    cands = plan(m, 64, global_batch=64, max_pp=64, schedules=("dualpipev",),
+                 zero_stages=(0,), recompute=("none",), micro_batches=(1,))
+    bad = [c for c in cands if c.config.pp == 64]
+    assert bad and not any(c.feasible for c in bad)
+    assert "dualpipev needs M ≥ 2P" in bad[0].reason
+    assert any(c.feasible for c in cands)
