@@ -22,8 +22,9 @@ def add_plan_arguments(g, note: str = "") -> None:
     where another command offers the planner as an option)."""
     g.add_argument("--global-batch", type=int, default=None,
                    help=f"{note}sequences per step (default: 8 per GPU)")
-    g.add_argument("--max-pp", type=int, default=16,
-                   help=f"{note}deepest pipeline tried (default: 16, Llama 3 405B's)")
+    g.add_argument("--max-pp", type=int, default=None,
+                   help=f"{note}deepest pipeline tried (default: every depth the layers "
+                        "allow)")
     g.add_argument("--top", type=int, default=10,
                    help=f"{note}fitting layouts shown, 0 for all (default: 10)")
 

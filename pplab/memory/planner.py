@@ -14,7 +14,8 @@ gradient shard because it reduce-scatters after every microbatch: each B lasts a
 reduce-scatter (ZeRO-2 summing whole gradients and reducing once a step is ZeRO-1 in bytes
 held and moved, so the planner does not list it apart).
 
-Pruning keeps it quick: TP is a power of two inside one node, PP any divisor of the layers,
+Pruning keeps it quick: TP is a power of two inside one node, PP any depth whose stages
+split the layers evenly (between fixed first/last ones when those are given),
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
 simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
 the pipeline is in steady state; ``extrapolate.py``). Dominated recompute/ZeRO choices are
@@ -217,10 +218,20 @@ def bubble_breakdown(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None 
             "hops": both(e["stage_scale"], e["p2p"])}
 
 
-def _pp_choices(layers: int, limit: int) -> list[int]:
-    """Every pipeline depth that splits the layers evenly, up to ``limit`` (PP = 35 for a
-    105-layer model, as Megatron-LM's Table 1 runs the 530B model)."""
-    return [p for p in range(1, min(layers, limit) + 1) if layers % p == 0]
+def _pp_choices(layers: int, limit: int, first: int | None = None,
+                last: int | None = None) -> list[int]:
+    """Every pipeline depth up to ``limit`` whose stages split the layers evenly: all of
+    them, or those between the fixed first/last ones (PP = 35 for a 105-layer model, as
+    Megatron-LM's Table 1 runs the 530B model; PP = 16 for Llama 3 405B's 126 layers with
+    7 on the first and the last stage, 8 on each of the 14 between)."""
+    ends = [n for n in (first, last) if n is not None]
+    out = [1]
+    for p in range(2, min(layers, limit) + 1):
+        middle, rest = p - len(ends), layers - sum(ends)
+        if (middle == 0 and rest == 0) or (middle > 0 and rest >= middle
+                                           and rest % middle == 0):
+            out.append(p)
+    return out
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -237,13 +248,13 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                                        "gpipe"),
          virtual: tuple[int, ...] = (2, 4), zero_stages: tuple[int, ...] = (0, 1, 2, 3),
          recompute: tuple[str, ...] = ("none", "selective", "full"),
-         sp: bool = True, max_pp: int = 16,
+         sp: bool = True, max_pp: int | None = None,
          zero3_regather: tuple[str, ...] = ("per_microbatch", "per_step"),
          first_layers: int | None = None, last_layers: int | None = None) -> list[Candidate]:
     """All candidate layouts, feasible ones first, fastest first; infeasible ones say why.
 
     ``global_batch`` counts sequences per step (default 8 per GPU); M = global_batch/(DP·b).
-    ``max_pp`` caps the pipeline depth (Llama 3 405B trained with PP = 16, Llama 3 §3.3.1).
+    ``max_pp`` caps the pipeline depth (None: every depth the layers allow).
     ``zero3_regather``: the ZeRO-3 modes to consider (``ParallelConfig.zero3_regather``).
     ``first_layers``/``last_layers``: fixed layer counts of the first/last stage when PP > 1.
     """
@@ -255,7 +266,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
     tps = [t for t in _pow2_upto(min(hw.network.gpus_per_node, gpus))
            if model.heads % t == 0 and model.kv % t == 0 and model.ffn % t == 0]
     for t in tps:
-        for p in _pp_choices(model.layers, min(gpus // t, max_pp)):
+        for p in _pp_choices(model.layers, min(gpus // t, max_pp or model.layers),
+                             first_layers, last_layers):
             if gpus % (t * p):
                 continue
             d = gpus // (t * p)

@@ -48,3 +48,22 @@ def test_an_infeasible_dualpipev_candidate_is_skipped_and_said():
     assert bad and not any(c.feasible for c in bad)
     assert "dualpipev needs M ≥ 2P" in bad[0].reason
     assert any(c.feasible for c in cands)
+
+
+def test_every_depth_the_layers_allow_is_tried():
+    """Llama 3 405B's PP = 16 over 126 layers (7 on each end, 8 between) and Megatron-LM's
+    PP = 35 over 105 layers, without raising --max-pp."""
+    from pplab.memory import get_preset
+    from pplab.memory.planner import _pp_choices
+    assert _pp_choices(126, 8192, 7, 7) == [1, 3, 4, 6, 9, 10, 16, 18, 30, 58, 114]
+    assert 16 not in _pp_choices(126, 8192)
+    assert 35 in _pp_choices(105, 315) and _pp_choices(105, 315, 4, None) == [1, 2, 102]
+    assert _pp_choices(10, 10, 4, 6) == [1, 2]
+    m = get_preset("llama3-405b")
+    cands = plan(m, 8192, global_batch=2048, first_layers=7, last_layers=7,
+                 schedules=("1f1b",), zero_stages=(1,), recompute=("selective",))
+    assert {c.config.pp for c in cands} == {1, 4, 16}
+    pp16 = [c for c in cands if c.config.pp == 16 and c.config.tp == 8]
+    assert pp16 and all(c.feasible or c.over_memory for c in pp16)   # sized, not ruled out
+    assert [r.stop - r.start for r in pp16[0].config.stage_ranges(
+        pp16[0].config.make_schedule(), 126)] == [7] + [8] * 14 + [7]
