@@ -8,7 +8,8 @@ import json
 
 from ..memory.export import TOOLS, cannot_run, megatron_text, torchtitan_toml
 from ..memory.plan_text import misses, plan_rows
-from ..memory.planner import LEAVES_OUT, plan
+from ..memory.parallel import RECOMPUTE, ZERO3_REGATHER, ParallelConfig
+from ..memory.planner import LEAVES_OUT, mfu, plan, rank_among, sized
 from ..memory.units import fmt_bytes, fmt_count, fmt_seconds
 from ..registry import spec
 from .sizing import add_hardware_arguments, add_model_arguments, hardware_from_args, \
@@ -44,12 +45,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="layers on the first pipeline stage (default: an even split)")
     g.add_argument("--last-layers", type=int, default=None,
                    help="layers on the last pipeline stage (default: an even split)")
+    n = p.add_argument_group("a layout of your own (any of these names one: it is sized, "
+                             "ranked among the candidates and exported instead of the first)")
+    n.add_argument("--tp", type=int, default=None, help="tensor-parallel ranks (default: 1)")
+    n.add_argument("--pp", type=int, default=None, help="pipeline ranks (default: 1)")
+    n.add_argument("--dp", type=int, default=None,
+                   help="data-parallel replicas (default: GPUs ÷ (TP·PP))")
+    n.add_argument("--zero", type=int, default=None, choices=range(4), metavar="{0,1,2,3}",
+                   help="ZeRO stage, 3 = FSDP (default: 1 with DP > 1, else 0)")
+    n.add_argument("--zero3-regather", default="per_microbatch", choices=ZERO3_REGATHER,
+                   help="ZeRO-3 under PP: gather for every F and B, or keep the parameters "
+                        "gathered for the step (default: %(default)s)")
+    n.add_argument("--schedule", default=None, metavar="NAME",
+                   help="pipeline schedule (default: 1f1b, interleaved when -V > 1)")
+    n.add_argument("-V", type=int, default=None,
+                   help="stages per pipeline rank (default: the schedule's)")
+    n.add_argument("-M", type=int, default=None,
+                   help="microbatches per step per replica (default: global batch ÷ (DP·b))")
+    n.add_argument("--recompute", default=None, choices=RECOMPUTE,
+                   help="activation recomputation (default: selective)")
+    n.add_argument("--sp", default=None, action=argparse.BooleanOptionalAction,
+                   help="sequence parallelism (default: on when TP > 1)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true",
                    help="a JSON list of layouts, fastest first (seconds, bytes)")
     o.add_argument("--export", choices=tuple(TOOLS), default=None,
-                   help="print the fastest layout this tool can run, in its own config "
-                        "language (default: none)")
+                   help="print the fastest layout this tool can run (or the one named with "
+                        "--tp/--pp/...), in its own config language (default: none)")
 
 
 def _check(a, model) -> tuple[str, ...]:
@@ -97,6 +119,9 @@ def run_plan(a) -> int:
     search = dict(global_batch=a.global_batch, micro_batches=(a.mbs,), max_pp=a.max_pp,
                   first_layers=getattr(a, "first_layers", None),
                   last_layers=getattr(a, "last_layers", None), schedules=names)
+    mine = _named(a, model) if getattr(a, "command", "plan") == "plan" else None
+    if mine is not None:
+        return _named_report(a, model, hw, mine, tool, search)
     cands = plan(model, a.gpus, hw, **(search | limits))
     if tool:
         overall = next((c for c in plan(model, a.gpus, hw, **search) if c.feasible), None)
@@ -117,6 +142,88 @@ def run_plan(a) -> int:
     if bad:
         print("some that do not fit, and why:")
         print("\n".join("  " + c.describe() for c in bad))
+    print("the time model leaves out: " + "; ".join(LEAVES_OUT[:2]) +
+          "; … (pplab memory --explain with a layout)")
+    return 0
+
+
+NAMED = ("tp", "pp", "dp", "zero", "schedule", "V", "M", "recompute", "sp")
+
+
+def _named(a, model) -> ParallelConfig | None:
+    """The layout the user names with --tp/--pp/... (None when none of them is given); the
+    degrees must multiply to --gpus and M·b·DP to --global-batch when both are given."""
+    if all(getattr(a, k) is None for k in NAMED):
+        return None
+    tp, pp = a.tp or 1, a.pp or 1
+    if a.gpus % (tp * pp):
+        raise ValueError(f"TP·PP = {tp * pp} does not divide --gpus {a.gpus}")
+    dp = a.dp or a.gpus // (tp * pp)
+    if tp * pp * dp != a.gpus:
+        raise ValueError(f"TP·PP·DP = {tp}·{pp}·{dp} = {tp * pp * dp} ≠ --gpus {a.gpus}")
+    gb = a.global_batch or 8 * a.gpus
+    if a.M is None and gb % (dp * a.mbs):
+        raise ValueError(f"--global-batch {gb} is not a multiple of DP·b = {dp * a.mbs}; "
+                         "give -M or another batch")
+    M = a.M or gb // (dp * a.mbs)
+    if a.global_batch and M * a.mbs * dp != a.global_batch:
+        raise ValueError(f"-M {M} × b {a.mbs} × DP {dp} = {M * a.mbs * dp} ≠ --global-batch "
+                         f"{a.global_batch}; drop one")
+    sp = (tp > 1) if a.sp is None else a.sp
+    if sp and tp == 1:
+        raise ValueError("--sp needs --tp ≥ 2: sequence parallelism splits what the TP ranks "
+                         "would each hold whole")
+    name = spec(a.schedule).name if a.schedule else ("interleaved" if (a.V or 1) > 1
+                                                      else "1f1b")
+    zero = a.zero if a.zero is not None else (1 if dp > 1 else 0)
+    return ParallelConfig(tp, pp, dp, zero, sp, a.recompute or "selective", a.mbs, M, name,
+                          a.V, zero3_regather=a.zero3_regather,
+                          first_layers=a.first_layers if pp > 1 else None,
+                          last_layers=a.last_layers if pp > 1 else None)
+
+
+def _named_report(a, model, hw, cfg, tool, search) -> int:
+    """The named layout: fit, bytes per rank, step, MFU, its place among the candidates and
+    what the faster ones do differently; or its export."""
+    mine, per_rank = sized(model, cfg, hw)
+    if tool:
+        why = cannot_run(tool, model, cfg)
+        if why:
+            raise ValueError(f"cannot export to {TOOLS[tool].title}: {why}")
+        head = [f"{TOOLS[tool].title} layout named to pplab plan: {model.name}, seq "
+                f"{model.seq}, {a.gpus} × {a.gpu}", mine.layout(),
+                f"estimated step {fmt_seconds(mine.step_time, 4)}, {mine.fit_text()}"]
+        body = torchtitan_toml(model, cfg, model.seq) if tool == "torchtitan" else \
+            megatron_text(model, cfg, model.seq)
+        print("".join(f"# {line}\n" for line in head) + body, end="")
+        return 0
+    search = search | {"micro_batches": tuple(sorted({1, a.mbs})),
+                       "global_batch": cfg.microbatches * cfg.microbatch * cfg.dp}
+    cands = [c for c in plan(model, a.gpus, hw, **search) if c.feasible]
+    rank, util = rank_among(mine, cands), mfu(model, cfg, mine.step_time, hw)
+    first = cands[0] if cands else None
+    if a.json:
+        print(json.dumps(mine.to_dict() | {
+            "step_s": mine.step_time, "mfu": util, "per_rank_bytes": per_rank,
+            "rank": rank, "of": len(cands), "first_choice": first.to_dict() if first else None}))
+        return 0
+    print(f"{model.name} ({fmt_count(model.num_params())} parameters, seq {model.seq}) on "
+          f"{a.gpus} × {hardware_title(a, hw)}")
+    print(f"your layout: {mine.layout()}")
+    print(f"  memory: peak {fmt_bytes(mine.peak_bytes)} on rank {mine.peak_rank}: "
+          f"{mine.fit_text()}; per pipeline rank " +
+          " ".join(fmt_bytes(b) for b in per_rank))
+    print(f"  step ≈ {fmt_seconds(mine.step_time, 4)}: bubble {mine.bubble_fraction:.1%}, "
+          f"exposed communication {fmt_seconds(mine.exposed_comm)}; MFU {util:.1%} (model "
+          f"FLOPs ÷ {a.gpus} GPUs × {hw.flops / 1e12:g} TFLOP/s)")
+    place = "ranks" if mine.feasible else "would rank (if it fit)"
+    print(f"  {place} {rank} of the {len(cands)} fitting layouts pplab lists")
+    if first is not None and first.step_time < mine.step_time * (1 - 1e-9):
+        print(f"  the first choice, {first.layout()}, is "
+              f"{mine.step_time / first.step_time - 1:.1%} faster: bubble "
+              f"{first.bubble_fraction:.1%} against {mine.bubble_fraction:.1%}, exposed "
+              f"communication {fmt_seconds(first.exposed_comm)} against "
+              f"{fmt_seconds(mine.exposed_comm)}, peak {fmt_bytes(first.peak_bytes)}")
     print("the time model leaves out: " + "; ".join(LEAVES_OUT[:2]) +
           "; … (pplab memory --explain with a layout)")
     return 0

@@ -288,6 +288,39 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
     return out
 
 
+def sized(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
+          seq: int | None = None) -> tuple[Candidate, list[float]]:
+    """One layout the user names, sized as the planner sizes its own: (its ``Candidate``,
+    every pipeline rank's bytes). ValueError (one line) for a layout the model cannot take."""
+    hw = hw or Hardware()
+    cfg.validate(model, cached_schedule)
+    rep = fast_memory(model, cfg, seq)
+    peak, rank = rep.peak_bytes, rep.peak_rank
+    fits = peak <= hw.memory
+    why = "" if fits else (f"needs {fmt_bytes(peak)} on rank {rank}, "
+                           f"{fmt_bytes(peak - hw.memory)} over the "
+                           f"{fmt_bytes(hw.memory, exact=True)} GPU")
+    e = estimate(model, cfg, hw, seq)
+    c = Candidate(cfg, fits, why, peak, rank, e["step_time"], e["bubble_fraction"], e,
+                  hw.memory, e["exposed_comm"])
+    return c, [r.total for r in rep.per_rank]
+
+
+def mfu(model: ModelSpec, cfg: ParallelConfig, step_time: float, hw: Hardware | None = None,
+        seq: int | None = None) -> float:
+    """Model FLOPs utilisation: the step's training FLOPs without recomputation (what MFU
+    counts: PaLM's definition, the one the Llama 3 paper reports) over GPUs × peak × step."""
+    hw = hw or Hardware()
+    m = model if seq is None else model.with_(seq=seq)
+    tokens = cfg.microbatches * cfg.microbatch * cfg.dp * m.seq
+    return tokens * m.train_flops_per_token("none") / (cfg.num_gpus * hw.flops * step_time)
+
+
+def rank_among(c: Candidate, cands: list[Candidate]) -> int:
+    """1 + the fitting layouts in ``cands`` strictly faster than ``c`` (ties share a place)."""
+    return 1 + sum(o.feasible and o.step_time < c.step_time * (1 - 1e-9) for o in cands)
+
+
 RC_ORDER = ("none", "selective", "full")      # cheapest in FLOPs first, most memory first
 
 
