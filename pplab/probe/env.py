@@ -6,7 +6,7 @@ process to launch, so the cells that need a real run say so in one line instead 
         ...                                                  # runs only on a real machine
 
 In the browser, once ``pplab`` is imported, any later cell that imports torch or
-pplab.runtime (or is marked ``# NBVAL_SKIP``) prints that one line instead of running; a
+pplab.runtime (or runs a job ``with real_job(...)``) prints that one line instead of running; a
 ``# local: COMMAND`` comment in the cell names the command. A cell can also say it itself::
 
     %%local_only pplab run --schedule 1f1b -P 4 -M 8
@@ -46,13 +46,13 @@ def _local_only_magic(line: str, cell: str):
         get_ipython().run_cell(cell)
 
 
-NEEDS_TORCH = re.compile(r"^\s*(from|import)\s+(torch|pplab\.runtime)\b|NBVAL_SKIP", re.M)
+NEEDS_TORCH = re.compile(r"^\s*(from|import)\s+(torch|pplab\.runtime)\b|\breal_job\(", re.M)
 LOCAL_COMMAND = re.compile(r"^\s*#\s*local:\s*(.+)$", re.M)
 
 
 def skip_torch_cells(lines: list[str]) -> list[str]:
     """IPython input transformer (browser only): a cell that imports torch or pplab.runtime
-    (or is marked ``# NBVAL_SKIP``) becomes one printed line; ``# local: CMD`` names the
+    (or runs a job ``with real_job(...)``) becomes one printed line; ``# local: CMD`` names the
     command to run instead (default: run the lesson locally)."""
     text = "".join(lines)
     if not NEEDS_TORCH.search(text) or text.lstrip().startswith("%%local_only"):

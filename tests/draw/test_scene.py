@@ -137,6 +137,8 @@ def test_browser_turns_torch_cells_into_one_line(monkeypatch):
     (out,) = skip_torch_cells(cell)
     assert out == f"print({browser_note('pplab run -P 2 -M 4')!r})\n"
     assert skip_torch_cells(["x = 1\n"]) == ["x = 1\n"]
+    job = ["# local: pplab run -P 4\n", "with real_job('pplab run -P 4'):\n", "    go()\n"]
+    assert skip_torch_cells(job) == [f"print({browser_note('pplab run -P 4')!r})\n"]
 
 
 def test_exported_bubble_curve_is_the_canvas_panel():

@@ -39,7 +39,8 @@ def _known(run):
 
 def _read_with(run, cell: int) -> list:
     """What a student reads with the question at ``cell`` while it is open: every output
-    and widget of the lesson (Run All made them all) but the question's own widget, and the
+    and widget of the lesson (Run All made them all) but the question's own (its widget, and
+    the text form of it that the cell's output holds), and the
     text above it and right under it (up to the next question or heading)."""
     asked_cells = sorted({c.cell for c in run.commits})
     nxt = next((c for c in asked_cells if c > cell), None)
@@ -49,7 +50,7 @@ def _read_with(run, cell: int) -> list:
     out = []
     for s in run.page:
         if s.kind in ("output", "widgets"):
-            if not (s.kind == "widgets" and s.cell == cell):
+            if s.cell != cell:          # the question's own cell shows only its widget
                 out.append(s)
         elif s.cell < until and s.cell != cell:
             out.append(s)
@@ -113,3 +114,25 @@ def test_every_prediction_has_a_reveal(lesson):
 def test_every_measurement_belongs_to_a_question():
     for qid in reveal_ids():
         assert get(qid).id == qid
+
+
+@pytest.mark.parametrize("lesson", lesson_params("jobs", LESSONS))
+def test_a_cell_that_starts_real_processes_ends_in_one_line_where_it_cannot_run(lesson):
+    """Run All also runs the cells the tests leave out (tagged ``nbval-skip``: real torchrun
+    jobs). Each runs its job inside ``real_job(...)``: where the job cannot run, one line says
+    why and how to run it, and the lesson goes on; in a browser tab the cell is that line."""
+    import nbformat
+    from cell_tags import skipped
+    from pplab.probe.env import NEEDS_TORCH
+    for i, cell in enumerate(nbformat.read(NOTEBOOKS[lesson], as_version=4).cells):
+        if skipped(cell):
+            assert "real_job(" in cell.source, f"lesson {lesson} cell {i}: not inside real_job"
+            assert NEEDS_TORCH.search(cell.source), f"lesson {lesson} cell {i}"
+
+
+def test_real_job_turns_a_failure_into_one_line(capsys):
+    from pplab.course.jobs import real_job
+    with real_job("Run it in a terminal: pplab run -P 4"):
+        raise RuntimeError("rank 2 exited with code 1\nTraceback ...")
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "rank 2 exited with code 1" in out and "pplab run -P 4" in out
