@@ -82,6 +82,39 @@ def fixed_cost_step(P: int, M: int, W: float, c: float) -> float:
     return timeline("1f1b", P, M, tf=W / 3 / M, tb=2 * W / 3 / M, fixed=c).makespan
 
 
+#: GPipe (Huang et al. 2019), Table 2: training throughput on TPUs at K partitions and M
+#: microbatches, normalised to K = 2, M = 1 (batch sizes adjusted to fit memory, per its caption)
+GPIPE_TABLE2 = {
+    "AmoebaNet-D (18, 256)": {(2, 1): 1.0, (4, 1): 1.13, (8, 1): 1.38, (2, 4): 1.07,
+                              (4, 4): 1.26, (8, 4): 1.72, (2, 32): 1.21, (4, 32): 1.84,
+                              (8, 32): 3.48},
+    "Transformer-48": {(2, 1): 1.0, (4, 1): 1.07, (8, 1): 1.3, (2, 4): 1.7, (4, 4): 3.2,
+                       (8, 4): 4.8, (2, 32): 1.8, (4, 32): 3.4, (8, 32): 6.3},
+}
+
+
+def bubble_speedup(K: int, M: int) -> float:
+    """GPipe's throughput at K ranks and M microbatches relative to K = 2, M = 1 if the bubble
+    were all that changed: ranks' worth of useful work, K·(1 − bubble ÷ total), the work per
+    step and the speed of every microbatch held fixed."""
+    def busy(P, m):
+        return P * (1 - timeline("gpipe", P, m).bubble_fraction)
+    return busy(K, M) / busy(2, 1)
+
+
+def gpipe_table2() -> str:
+    """GPipe's Table 2 beside the bubble model, cell by cell, as text."""
+    names = list(GPIPE_TABLE2)
+    lines = [f" M  K   bubble alone   {names[0]}   {names[1]}"]
+    for M in (1, 4, 32):
+        for K in (2, 4, 8):
+            model = bubble_speedup(K, M)
+            assert abs(model - K * M / (M + K - 1)) < 1e-12     # K = 2, M = 1 gives 1
+            lines.append(f"{M:2d}  {K}   {model:12.2f}   " + "   ".join(
+                f"{GPIPE_TABLE2[n][K, M]:{len(n)}.2f}" for n in names))
+    return "\n".join(lines)
+
+
 def v_block(name: str, P: int):
     """One microbatch of a V schedule's building block (``v-min``, ``v-half``, ``v-zb``) as a
     timeline of unit slots: its F and I passes where the block starts them, so the V's legs
@@ -93,3 +126,9 @@ def v_block(name: str, P: int):
     events = [Event(s if s < P else 2 * P - 1 - s, Action(s, kind, 0), t[s], t[s] + 1)
               for s in range(2 * P) for kind, t in (("F", f), ("I", i))]
     return Timeline(P, sorted(events, key=lambda e: (e.start, e.rank)))
+
+
+def lm_head_layers(hidden: int, ffn: int, vocab: int) -> float:
+    """The LM head's forward FLOPs per token in transformer layers (big matmuls only: the
+    attention projections 4h² and a SwiGLU MLP 3·h·ffn per layer, h·vocab for the head)."""
+    return 2 * hidden * vocab / (2 * (4 * hidden ** 2 + 3 * hidden * ffn))

@@ -78,19 +78,114 @@ def reveal(*qids: str, progress=None, show: bool = False) -> None:
               f"once you commit your guess there.")
 
 
+@_reveals("00.first-makespan")
+def _first_makespan() -> list:
+    from ..draw import draw_timeline
+    P, M, tf, tb = 4, 8, 1, 2
+    tl = simulate(make_schedule("1f1b", P, M), Costs(tf=tf, tb=tb))
+    assert tl.makespan == M * (tf + tb) + (P - 1) * (tf + tb) == 33
+    return [f"1F1B, P = {P}, M = {M}, tf = {tf}, tb = {tb}: makespan {tl.makespan:g} = "
+            f"{M * (tf + tb)} units of work per rank + {(P - 1) * (tf + tb)} of fill and drain; "
+            f"bubble {tl.bubble_fraction:.1%} of the total, {tl.bubble_ratio:.1%} of the ideal",
+            draw_timeline(tl)]
+
+
+@_reveals("00.busiest-memory")
+def _busiest_memory() -> str:
+    peaks = simulate(make_schedule("1f1b", 4, 8)).peak_inflight
+    assert list(peaks) == [4, 3, 2, 1]
+    return (f"1F1B, P = 4, M = 8: peak in-flight microbatches per rank {list(peaks)}. Rank 0 "
+            f"starts {peaks[0]} forwards before its first backward comes back; the last rank "
+            f"turns each microbatch around at once.")
+
+
+@_reveals("00.grad-error")
+def _grad_error() -> str:
+    from ..probe.env import browser_note, in_browser
+    if in_browser():
+        return browser_note("the accumulation check in pplab.runtime.accumulate")
+    from ..runtime.accumulate import accumulation_error
+    err = accumulation_error(8)
+    assert err < 1e-5
+    return (f"One process, the course's tiny model in fp32: the gradient summed over 8 "
+            f"microbatches (each loss × 1/8) against one backward of the whole batch differs "
+            f"by at most {err:.1e} (relative): float round-off, the same sums added in another "
+            f"order. The panel below measures the same between the 4-process pipeline and one "
+            f"process.")
+
+
+@_reveals("02.naive-makespan")
+def _naive_makespan() -> list:
+    from ..draw import draw_timeline
+    tl = simulate(make_schedule("naive", P=4, M=1), Costs(tf=1, tb=2))
+    assert tl.makespan == 4 * (1 + 2) and tl.busy[0] == 1 + 2
+    return [f"naive, P = 4, one batch: makespan {tl.makespan:g}; each rank busy "
+            f"{tl.busy[0]:g} of it",
+            draw_timeline(tl, metrics=False, title="naive P=4 M=1")]
+
+
+@_reveals("02.naive-idle-p8")
+def _naive_idle() -> str:
+    lines = [" P  simulated idle share   (P-1)/P   lecture's (P-1)/(2P-1)"]
+    for P in (1, 2, 4, 8):
+        idle = simulate(make_schedule("naive", P=P, M=1)).bubble_fraction
+        assert abs(idle - (P - 1) / P) < 1e-12
+        assert P == 1 or abs(idle - (P - 1) / (2 * P - 1)) > 0.15
+        lines.append(f"{P:2d}  {idle:20.3f}   {(P - 1) / P:7.3f}   {(P - 1) / (2 * P - 1):13.3f}")
+    lines += [
+        "At any moment exactly one rank works: the step takes P·(tf + tb), and each rank is "
+        "busy only tf + tb of it, so the idle share is (P−1)/P: 7/8 = 87.5% at P = 8.",
+        "The lecture's slip: the CS336 lecture notes derive the bubble of one microbatch as "
+        "(P−1)/(P+P−1) = (P−1)/(2P−1), \"7/15 = 47% at P = 8\". Their own general formula, "
+        "(P−1)/(m+P−1), gives (P−1)/P at m = 1, as the simulator does. The slip counts 2P − 1 "
+        "time slots, but there are as many backward slots as forward ones, and each rank is "
+        "busy in only two of them."]
+    return "\n".join(lines)
+
+
 @_reveals("02.ratio-to-ideal")
 def _naive_ratio() -> str:
     tl = simulate(make_schedule("naive", P=4, M=1))
     assert tl.bubble_ratio == 4 - 1 and tl.bubble_fraction == 3 / 4
-    return f"bubble ÷ total {tl.bubble_fraction:.3f}, bubble ÷ ideal {tl.bubble_ratio:.3f}"
+    return (f"naive, P = 4: bubble ÷ total {tl.bubble_fraction:.3f}, bubble ÷ ideal "
+            f"{tl.bubble_ratio:.3f}\n"
+            f"One idle time, two numbers: {tl.bubble_fraction:.0%} of the hardware-time is "
+            f"wasted, and the bubble alone lasts P − 1 = {tl.bubble_ratio:g} times the ideal "
+            f"step, on top of it. A bubble means nothing until you say which denominator it "
+            f"uses.")
 
 
 @_reveals("03.gpipe-bubble")
-def _gpipe_bubble() -> str:
-    tl = simulate(make_schedule("gpipe", P=4, M=6))
+def _gpipe_bubble() -> list:
+    from ..draw import draw_timeline
+    from .measure import idle_split
+    P, M, tf, tb = 4, 6, 1, 2
+    tl = simulate(make_schedule("gpipe", P, M), Costs(tf=tf, tb=tb))
     assert abs(tl.bubble_fraction - 3 / 9) < 1e-12 and abs(tl.bubble_ratio - 3 / 6) < 1e-12
-    return (f"makespan {tl.makespan:g}; bubble {tl.bubble_fraction:.1%} of the total, "
-            f"{tl.bubble_ratio:.1%} of the ideal")
+    lines = [f"GPipe P = {P}, M = {M}: makespan {tl.makespan:g}; bubble "
+             f"{tl.bubble_fraction:.1%} of the total, {tl.bubble_ratio:.1%} of the ideal",
+             "Where each rank waits:",
+             "rank  waits at start  in the middle  at the end"]
+    for r, (head, middle, tail) in enumerate(idle_split(tl)):
+        assert (head, middle, tail) == (r * tf, (P - 1 - r) * (tf + tb), r * tb)
+        lines.append(f"{r:4d}  {head:14g}  {middle:13g}  {tail:10g}")
+    lines += [
+        "Rank r waits r·tf before its first forward (microbatch 0 crosses r ranks), "
+        "(P − 1 − r)(tf + tb) between its last forward and its first backward (the forwards "
+        "still travel to the last rank and the backwards come back), and r·tb after its last "
+        "backward (the ranks before it still run theirs). The three add up to "
+        f"(P − 1)(tf + tb) = {(P - 1) * (tf + tb)} on every rank whatever M is, while the "
+        f"work, M·(tf + tb) = {M * (tf + tb)}, grows with M: idle ÷ total = (P − 1)/(M + P − 1) "
+        f"= 3/9.",
+        f"At P = {P} for other M, measured and by formula:",
+        " M  makespan  idle÷total  (P-1)/(M+P-1)  idle÷ideal  (P-1)/M"]
+    for m in (1, 2, 4, 8, 16, 32):
+        t = simulate(make_schedule("gpipe", P, m))
+        total, ideal = (P - 1) / (m + P - 1), (P - 1) / m
+        assert abs(t.bubble_fraction - total) < 1e-12 and abs(t.bubble_ratio - ideal) < 1e-12
+        lines.append(f"{m:2d}  {t.makespan:8g}  {t.bubble_fraction:10.3f}  {total:13.3f}  "
+                     f"{t.bubble_ratio:10.3f}  {ideal:7.3f}")
+    return ["\n".join(lines), draw_timeline(tl)]
 
 
 @_reveals("03.smallest-m")
@@ -118,6 +213,14 @@ def _forget_1_over_m() -> str:
         assert ok < 1e-5 and abs(bad - (M - 1)) < 1e-4
         lines.append(f"{M:2d}   {'< 1e-6 (round-off)' if ok < 1e-6 else f'{ok:.1e}':>28s}"
                      f"     {bad:14.2f}")
+    lines.append(
+        "Scaled by 1/M, the summed gradients are the gradient of the mean loss over the whole "
+        "batch, up to float round-off. Unscaled, they add M gradients of means: M times the "
+        "full-batch gradient, a relative error of M − 1 (one process, the course's tiny "
+        "model). Stepping after every microbatch instead runs later microbatches on other "
+        "weights: a different, asynchronous algorithm (PipeDream's), not a faster GPipe. "
+        "Lesson 10 checks the scaled sum across real processes; lesson 12 shows torch's "
+        "switch for it (scale_grads).")
     return "\n".join(lines)
 
 
@@ -128,19 +231,47 @@ def _remat_cost() -> str:
     remat = simulate(make_schedule("gpipe", P, M), Costs(tf=1, tb=3))  # re-run forward + backward
     assert abs(remat.makespan / plain.makespan - 4 / 3) < 1e-9
     ratio = remat.makespan / plain.makespan
-    return f"makespan {plain.makespan:g} → {remat.makespan:g}: ×{ratio:.3f}"
+    return "\n".join([
+        f"GPipe P = {P}, M = {M}, the re-run charged inside each backward (tb = 2 + 1): "
+        f"makespan {plain.makespan:g} → {remat.makespan:g}, ×{ratio:.3f}",
+        "The re-run repeats the forward only, once per microbatch, and a backward costs two "
+        "forwards: each microbatch's 3 units of work become 4 on every rank, a third more "
+        "compute. Charged inside the backward, every re-run waits for its gradient and sits "
+        "on the critical path, so the step grows by exactly 4/3 for any P and M: that is "
+        "the simulator's assumption. The GPipe paper (§2.3) points out that a re-run needs "
+        "only the stored input, not the gradient, so it can be scheduled earlier, into the "
+        "wait before the gradient arrives: the compute added stays a third, but part of its "
+        "time hides, and 4/3 is the most the step grows.",
+        "Measured: Korthikanti et al. (2022, Reducing Activation Recomputation in Large "
+        "Transformer Models) time one layer of their 22B GPT, forward and backward, in "
+        "Table 4: full recomputation adds 39%. Their per-layer breakdown across models up to "
+        "1T parameters (§6.2, Figure 8) puts it near 36%. Both sit close to the one forward "
+        "in three units that the simulator adds."])
+
+
+@_reveals("04.order-grid")
+def _order_grid() -> list:
+    from ..draw import draw_timeline
+    s = make_schedule("1f1b", P=3, M=4)
+    return [s.to_text() + "\nEach rank starts with a few forwards (the warm-up), then "
+            "alternates one forward and one backward (the steady state), then drains its "
+            "remaining backwards.",
+            draw_timeline(simulate(s), metrics=False, title="1f1b P=3 M=4")]
 
 
 @_reveals("04.same-bubble")
 def _same_bubble() -> str:
     tls = {name: simulate(make_schedule(name, P=5, M=10)) for name in ("gpipe", "1f1b")}
     assert tls["1f1b"].makespan == tls["gpipe"].makespan == 42
-    return "\n".join(f"{name:5s} P=5 M=10: makespan {tl.makespan:g}, bubble "
-                     f"{tl.bubble_fraction:.1%} of total" for name, tl in tls.items())
+    return "\n".join([f"{name:5s} P=5 M=10: makespan {tl.makespan:g}, bubble "
+                       f"{tl.bubble_fraction:.1%} of total" for name, tl in tls.items()] + [
+        "The total work and the fill and drain are unchanged, so the bubble is the same. "
+        "What changes is how many microbatches each rank keeps alive."])
 
 
 @_reveals("04.peaks")
-def _peaks() -> str:
+def _peaks() -> list:
+    from ..draw import draw_inflight
     lines = []
     for P, M in ((6, 4), (4, 8), (8, 3)):
         peaks = simulate(make_schedule("1f1b", P, M)).peak_inflight
@@ -153,7 +284,16 @@ def _peaks() -> str:
         # min(k, P − k) gives some stage nothing, whichever way the stages are numbered
         assert 0 in [min(r, P - r) for r in range(P)]
         assert 0 in [min(r + 1, P - r - 1) for r in range(P)]
-    return "\n".join(lines)
+    lines += [
+        "Rank r runs P − r − 1 warm-up forwards and then its first steady-state forward "
+        "before its first backward comes back: it holds min(P − r, M) microbatches at its "
+        "peak. The first rank holds the most, the last holds one, and when M < P nobody can "
+        "hold more than M.",
+        "Claim 1 (P on every stage) is true only for rank 0, and only when M ≥ P; claim 2 "
+        "gives some stage nothing to hold whichever way the stages are numbered (k = r gives "
+        "rank 0 zero, k = r + 1 the last rank), and its shape peaks in the middle where "
+        "1F1B's falls from rank 0; claim 3 is true only for the last rank."]
+    return ["\n".join(lines), draw_inflight(simulate(make_schedule("1f1b", P=6, M=4)))]
 
 
 @_reveals("04.fastest-m")
@@ -173,6 +313,17 @@ def _fastest_m() -> str:
     assert min(times, key=times.get) == 16 and times[32] > times[8]
     lo, hi = 7 / 256, 7 / 64      # M = 8 beats M = 16 and M = 4 only for 7/256 ≤ c/W ≤ 7/64
     lines.append(f"M = 8 is the fastest only for {lo:.4f} ≤ c/W ≤ {hi:.4f}")
+    lines.append(
+        f"Fitted to R1 and R4, the fixed cost is about {c / W:.0%} of the work per action "
+        f"({c:.1f} ms against {W:.0f} ms). That is enough to make the step slower at M = 32, "
+        f"as the guide saw in R6, while the bubble ÷ ideal keeps falling as (P−1)/M: queueing "
+        f"is not needed to explain a slowdown. But the same fit puts M = 16 about "
+        f"{1 - times[16] / times[8]:.0%} ahead of M = 8, and the guide measured R5 (M = 16) "
+        f"slower than R4. A constant cost per action cannot reproduce that ordering together "
+        f"with R1 and R4: making M = 8 the fastest needs c/W of at least 7/256, which no "
+        f"longer fits R1. What the data point to is a cost that grows faster than a constant "
+        f"as the microbatch shrinks (GEMMs at microbatch sizes 2 and 1 run well below peak); "
+        f"telling these apart needs a profile of step time against microbatch size.")
     return "\n".join(lines)
 
 
@@ -243,6 +394,20 @@ def _zero1_70b() -> str:
                      f"(lecture: {claims[z]})" for z in (1, 2, 3))
 
 
+@_reveals("08.layer-gb")
+def _layer_gb() -> str:
+    from ..memory.activations import layer_activation_bytes
+    from .layer_tensors import GPT_LAYER, gpt_layer_bytes
+    s, b, h, a, GB = 4096, 1, 8192, 64, 1e9
+    lines = [f"{k.name:30s} {(k.per_h * h + k.per_score * a * s) * s * b / GB:6.3f} GB"
+             for k in GPT_LAYER]
+    total = gpt_layer_bytes(s, b, h, a)
+    assert total == layer_activation_bytes(s, b, h, a)
+    lines.append(f"{'kept for the backward':30s} {total / GB:6.3f} GB  "
+                 f"({total / (s * b * h):.0f}·s·b·h)")
+    return "\n".join(lines)
+
+
 @_reveals("08.selective", "08.full-saving")
 def _selective() -> str:
     from ..canvases.memory import recompute_rows
@@ -307,6 +472,37 @@ def _slow_stage() -> str:
                      f"{tl.bubble_fraction:.1%} of total")
     assert abs(spans[(1, 1, 1, 1.3)] - (33 + 8 * 0.9)) < 1e-9
     assert spans[(1.3, 1, 1, 1)] < spans[(1, 1, 1, 1.3)]
+    last, first = (spans[k] - spans[(1, 1, 1, 1)] for k in ((1, 1, 1, 1.3), (1.3, 1, 1, 1)))
+    lines += [f"A 30 % slower last stage adds 0.3 × (tf + tb) = 0.9 per microbatch, 8 times: "
+              f"+{last:.1f}. In 1F1B's steady state every rank waits for the slowest, so the "
+              f"step grows by up to M times the slow stage's extra time, not 1/P of it.",
+              f"A slow first stage costs less, +{first:.1f}: the other ranks absorb part of it "
+              f"in their warm-up and drain. Where the slow stage sits matters, so the simulator, "
+              f"not a formula, gives the answer."]
+    return "\n".join(lines)
+
+
+@_reveals("11.head-layers")
+def _head_layers() -> str:
+    from ..canvases.balance import balance_timeline, layer_costs, partition_costs
+    from .measure import lm_head_layers
+    h, ffn, vocab = 4096, 14336, 128_256
+    head = lm_head_layers(h, ffn, vocab)
+    lines = [f"one layer 2·(4h² + 3h·ffn) = {2 * (4 * h * h + 3 * h * ffn) / 1e9:.3f} GFLOP per "
+             f"token, the LM head 2·h·vocab = {2 * h * vocab / 1e9:.3f}: {head:.2f} layers"]
+    costs = layer_costs(32, embed=0.0, head=head)       # the embedding is a lookup: ~free
+    spans = {}
+    for method in ("even", "balanced"):
+        parts, stage = partition_costs(costs, 4, method)
+        spans[method] = balance_timeline(stage, M=8).makespan
+        lines.append(f"{method:8s}: layers per stage {[len(r) for r in parts]}, stage cost "
+                     f"{[round(c, 2) for c in stage]}, 1F1B makespan {spans[method]:.4g}")
+    perfect = (8 + 4 - 1) * 3
+    assert [len(r) for r in partition_costs(costs, 4, "balanced")[0]] == [8, 9, 9, 6]
+    assert perfect < spans["balanced"] < spans["even"]
+    lines.append(f"perfect balance {perfect}: the even split is {spans['even'] / perfect - 1:+.0%}, "
+                 f"the balanced one {spans['balanced'] / perfect - 1:+.1%}; what remains is "
+                 f"granularity, a stage holds whole layers.")
     return "\n".join(lines)
 
 

@@ -94,3 +94,15 @@ def test_lesson_runs_with_canvases_driven_and_nothing_launched(name, tmp_path, m
     assert "errors: []" in out, out
     panels = LESSONS[name][1]
     assert f"PANELS {panels} threads 0" in out, out
+
+
+@pytest.mark.slow
+def test_torch_interleaved_takes_m_not_a_multiple_of_p():
+    """Lesson 11: M a multiple of P is pplab's (and Megatron-LM's) rule; torch 2.13's
+    ScheduleInterleaved1F1B runs P = 4, M = 6 correctly and refuses M = 9 (two rounds)."""
+    pytest.importorskip("torch.distributed.pipelining")
+    from torch_interleaved_worker import run
+    error, refusal = run(4, 6, other=9)
+    assert error < 1e-5 and "multiple of the number of rounds (2)" in refusal
+    text = "".join(c.source for c in _read("11_engineering_a_pipeline.ipynb").cells)
+    assert "runs M = 6 in one round of six" in text and "refuses M = 9" in text

@@ -1,6 +1,7 @@
 """Lesson 11: engineering a pipeline."""
 from ...registry import make_schedule
 from ...sim import Costs, simulate
+from ..measure import lm_head_layers
 from ..questions import Option, Question
 
 
@@ -22,7 +23,7 @@ QUESTIONS = (
         "11.head-layers", "predict", "number",
         "Llama-3-8B-like shape (h = 4096, MLP 14336, vocabulary 128,256). The LM head's forward "
         "FLOPs are worth how many transformer layers?",
-        answer=2 * 4096 * 128256 / (2 * (4 * 4096 ** 2 + 3 * 4096 * 14336)), tol=0.03,
+        answer=lambda: lm_head_layers(4096, 14336, 128_256), tol=0.03,
         source="the FLOP count",
         traps=((1, "A head is a hidden × vocabulary matmul: the vocabulary is 31× the hidden "
                    "size."),),
@@ -31,8 +32,8 @@ QUESTIONS = (
         "11.slow-first", "predict", "choice",
         "Is a 30% slower *first* stage as costly as a slow last stage?",
         options=(Option("Just as costly: the slowest stage sets every rank's pace",
-                        "In the steady state it does, but where it sits matters: the cell "
-                        "prints +4.5 for the first stage against +7.2 for the last."),
+                        "In the steady state it does, but where it sits matters: +4.5 for "
+                        "the first stage against +7.2 for the last."),
                  Option("Less costly: the others absorb part of it in warm-up and drain",
                         "The other ranks absorb part of it in their warm-up and drain.", True),
                  Option("More costly: every microbatch has to pass it before the rest",
