@@ -4,13 +4,13 @@ The trusted grader takes only the functions' source from the student's kernel, s
 ranks itself in a fresh sandbox (the harness loaded first, each rank given only its own
 stage and share of the batch, never the seed) and reads what they report strictly before
 comparing. The fast tests hand a verdict results that are short, missing a rank or oddly
-shaped and expect a fail with a reason. The slow ones grade notebooks in the real sandbox:
-the solutions score full marks, the stubs 0, and a submission that patches every harness
-object its code can reach (the old collectors, the checks' measuring and reading
-functions, the worker's report, torch.distributed, the module dict), at definition time
-and at first call, with the real functions left as stubs, scores 0. Before this design the
-kernel-side half of that attack (collectors rebuilt from the public ``build_stages``) gave
-10/10 on 06.
+shaped and expect a fail with a reason. The slow ones grade notebooks in the real sandbox
+(where the solutions score full marks and the stubs 0: test_grading.py): a submission that
+patches every harness object its code can reach (the old collectors, the checks' measuring
+and reading functions, the worker's report, torch.distributed, the module dict), at
+definition time and at first call, with the real functions left as stubs, scores 0. Before
+this design the kernel-side half of that attack (collectors rebuilt from the public
+``build_stages``) gave 10/10 on 06.
 
 On 07 one process holds both stages by the task's nature, so code that computes the
 whole-batch gradient there is an answer, not an attack; the attack here forges the answer
@@ -292,11 +292,6 @@ def _attack(task_names: dict, styles: list) -> dict:
             for (task, name), style in zip(task_names.items(), styles)}
 
 
-def _stub(task_names: dict) -> dict:
-    return {task: f"def {name}({SIGNATURES[name]}):\n    raise NotImplementedError()\n"
-            for task, name in task_names.items()}
-
-
 TASKS06 = {"task1": "stage_forward", "task2": "stage_backward"}
 TASKS07 = {"task1": "pipelined_grads", "task2": "pipelined_grads_uneven",
            "task3": "allreduce_grads", "task4": "clip_pipeline_grads"}
@@ -304,11 +299,9 @@ TASKS07 = {"task1": "pipelined_grads", "task2": "pipelined_grads_uneven",
 
 @pytest.mark.slow
 def test_exercise_06_scores_the_work_not_the_patches(tmp_path):
+    """Only the attack is graded here: the solutions' full marks and the stubs' zeros in
+    the same sandbox are test_grading.py's instructor workflow (every assignment)."""
     _needs_sandbox()
-    honest = _grade(nbformat.read(NB06, as_version=4), tmp_path, "honest")
-    assert {t: s for t, (s, _) in honest.items()} == {"task1": 3, "task2": 3, "task3": 4}, honest
-    stub = _grade(_with_answers(NB06, _stub(TASKS06)), tmp_path, "stub")
-    assert all(s == 0 for s, _ in stub.values()), stub
     attack = _grade(_with_answers(NB06, _attack(TASKS06, [AT_DEFINITION, AT_FIRST_CALL])),
                     tmp_path, "attack")
     assert set(attack) == {"task1", "task2", "task3"}
@@ -318,11 +311,6 @@ def test_exercise_06_scores_the_work_not_the_patches(tmp_path):
 @pytest.mark.slow
 def test_exercise_07_scores_the_work_not_the_patches(tmp_path):
     _needs_sandbox()
-    honest = _grade(nbformat.read(NB07, as_version=4), tmp_path, "honest")
-    assert {t: s for t, (s, _) in honest.items()} == {"task1": 2, "task2": 3, "task3": 3,
-                                                     "task4": 3}, honest
-    stub = _grade(_with_answers(NB07, _stub(TASKS07)), tmp_path, "stub")
-    assert all(s == 0 for s, _ in stub.values()), stub
     styles = [AT_DEFINITION, AT_FIRST_CALL, AT_DEFINITION, AT_FIRST_CALL]
     attack = _grade(_with_answers(NB07, _attack(TASKS07, styles)), tmp_path, "attack")
     assert len(attack) == 4 and all(s == 0 and why for s, why in attack.values()), attack
