@@ -37,7 +37,7 @@ def makespan_vs_V(P: int, M: int, comm: float, Vs=CURVE_V, schedule: str = "inte
 def _makespan_vs_V(P, M, comm, Vs, schedule, tf, tb):
     out = []
     for v in Vs:
-        tl, err = simulate_or_message(schedule, P, M, v, tf, tb, 0.0, comm, 0.0)
+        tl, err = simulate_or_message(schedule, P, M, v, tf=tf, tb=tb, comm=comm)
         out.append((v, None if err else tl.makespan))
     return tuple(out)
 
@@ -47,7 +47,7 @@ def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
     """Timeline of interleaved (or breadth-first) 1F1B with a per-hop ``comm`` cost, plus the
     makespan-vs-V curve at that comm. Returns ``(Figure or None, message)``.
     ``curve=False`` skips the curve (fast sweeps; the message then omits the best V)."""
-    tl, err = simulate_or_message(schedule, P, M, V, 1.0, 2.0, 0.0, comm, 0.0)
+    tl, err = simulate_or_message(schedule, P, M, V, tf=1.0, tb=2.0, comm=comm)
     if err:
         return None, err
     sched = tl.schedule if tl.schedule is not None else make_schedule(schedule, P, M, V)

@@ -6,10 +6,10 @@
 
 Importing this package imports torch; ``pplab simulate`` never does.
 """
-from .launcher import RunConfig, RunError, RunResult, run_many, run_schedule
+from .launcher import Launch, RunConfig, RunError, RunResult, run_many, run_schedule
 from .model import TinyConfig, TinyGPT, StageModule, build_stage_modules, make_batch
 from .checkpoint import load_checkpoint, save_checkpoint, read_checkpoint
 
-__all__ = ["RunConfig", "RunError", "RunResult", "run_many", "run_schedule", "TinyConfig",
+__all__ = ["Launch", "RunConfig", "RunError", "RunResult", "run_many", "run_schedule", "TinyConfig",
            "TinyGPT", "StageModule", "build_stage_modules", "make_batch", "load_checkpoint",
            "save_checkpoint", "read_checkpoint"]

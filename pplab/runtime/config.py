@@ -36,9 +36,10 @@ COMMS = ("auto", "up-front", "in-order", "front-loaded", "just-in-time")
 BLOCKING = ("front-loaded", "just-in-time")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """Everything a run needs besides the schedule."""
+    """Everything a run computes besides the schedule: built once (by name, never by
+    position) and never written afterwards, so the config a caller passes is the one run."""
     steps: int = 2
     emulate: dict | None = None          # {"tf", "tb", "tw", "tfb": s, "mode": "add"|"pad"}
     recompute: str = "none"              # none | full | selective | stage
@@ -67,6 +68,7 @@ class RunConfig:
             os.sched_setaffinity(0, {cpus[int(os.environ.get("LOCAL_RANK", 0))]})
 
     def validate(self) -> None:
+        """ValueError naming the field and the values it takes, before anything starts."""
         _one_of("recompute", self.recompute, RECOMPUTE)
         if self.steps < 1:
             raise ValueError(f"steps must be ≥ 1, got {self.steps}")
@@ -81,10 +83,12 @@ class RunConfig:
             emulated_costs(self.emulate)     # raises ValueError for negative / inconsistent costs
 
     def to_dict(self) -> dict:
+        """The job file's form (JSON-ready)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunConfig":
+        """Back from ``to_dict`` on every rank; keys it does not know are dropped."""
         known = {f.name for f in fields(cls)}
         kw = {k: v for k, v in d.items() if k in known}
         kw["model"] = TinyConfig.from_dict(kw.get("model") or {})
@@ -97,7 +101,7 @@ def _one_of(name: str, value, allowed) -> None:
         raise ValueError(f"{name} must be one of {shown}, got {value!r}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunSpec:
     """One run of a job: the schedule, its options, and where rank 0 writes the result."""
     schedule: Schedule
@@ -105,10 +109,12 @@ class RunSpec:
     result: str = ""
 
     def to_dict(self) -> dict:
+        """The job file's form of one run."""
         return {"schedule": self.schedule.to_dict(), "config": self.config.to_dict(),
                 "result": self.result}
 
     @classmethod
     def from_dict(cls, d: dict) -> "RunSpec":
+        """Back from ``to_dict`` on every rank."""
         return cls(Schedule.from_dict(d["schedule"]), RunConfig.from_dict(d["config"]),
                    d.get("result", ""))

@@ -15,7 +15,7 @@ import socket
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Sequence
 
 from ..ir import Schedule
@@ -152,6 +152,8 @@ def _launch_once(P: int, runs: list[RunSpec], *, timeout: float, comm_timeout: f
     ``check_nodes`` before anything was written)."""
     tmp = keep_dir or tempfile.mkdtemp(prefix="pplab-run-")
     os.makedirs(tmp, exist_ok=True)
+    runs = [replace(run, result=os.path.join(tmp, f"result{i}.json"))
+            for i, run in enumerate(runs)]
     job = _write_job(tmp, runs, comm_timeout, device)
     cmd = _torchrun_command(P, job["path"], nnodes, node_rank, rdzv_endpoint, tmp)
     if progress:
@@ -175,9 +177,8 @@ def _read_json(path: str):
 
 
 def _write_job(tmp: str, runs: list[RunSpec], comm_timeout: float, device: str) -> dict:
-    """The job file every rank reads: the runs (``RunSpec.to_dict``) and where to report."""
-    for i, run in enumerate(runs):
-        run.result = os.path.join(tmp, f"result{i}.json")
+    """The job file every rank reads: the runs (``RunSpec.to_dict``, each given the file its
+    result goes to) and where to report."""
     job = {"runs": [run.to_dict() for run in runs], "err_dir": tmp,
            "comm_timeout": comm_timeout, "device": device,
            "progress": os.path.join(tmp, "progress.log"), "info": os.path.join(tmp, "info.json"),
@@ -252,40 +253,68 @@ def _result(schedule: Schedule, cfg: RunConfig, info: dict, r: dict, wall: float
 
 
 # ---- public API ----------------------------------------------------------------------------
-def run_schedule(schedule_or_name, P: int | None = 4, M: int | None = 8, V: int | None = None,
-                 steps: int = 2, emulate: dict | None = None, recompute: str = "none",
-                 timeout: float = 120.0, progress: Callable[[str], None] | None = None,
-                 model: TinyConfig | None = None, device: str = "auto",
-                 comm_timeout: float | None = None, config: RunConfig | None = None,
-                 nnodes: int = 1, node_rank: int = 0, rdzv_endpoint: str | None = None,
-                 socket_ifname: str | None = None, **config_kw) -> RunResult:
+@dataclass(frozen=True, kw_only=True)
+class Launch:
+    """How a run is started, apart from what it computes (RunConfig): the job's time limit,
+    the ranks' wait for a message (``comm_timeout``, default timeout / 3 within 5..60 s),
+    progress lines, and the nodes. Several nodes: every node gets the same arguments with
+    its own ``node_rank`` and node 0's ``rdzv_endpoint`` (HOST:PORT); ranks talk over the
+    interface that routes there, or ``socket_ifname`` (see ``cluster.choose_interface``)."""
+    timeout: float = 120.0
+    comm_timeout: float | None = None
+    progress: Callable[[str], None] | None = None
+    nnodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: str | None = None
+    socket_ifname: str | None = None
+
+
+_CONFIG_FIELDS = tuple(f.name for f in fields(RunConfig))
+_LAUNCH_FIELDS = tuple(f.name for f in fields(Launch))
+
+
+def _options(config: RunConfig | None, launch: Launch | None,
+             options: dict) -> tuple[RunConfig, Launch]:
+    """``config`` and ``launch`` with the keywords the caller named set on top (only those:
+    a default never overwrites what the caller set); ValueError for a keyword neither has."""
+    unknown = sorted(set(options) - set(_CONFIG_FIELDS) - set(_LAUNCH_FIELDS))
+    if unknown:
+        raise ValueError(f"run_schedule does not take {', '.join(unknown)}; it takes P, M, V, "
+                         f"RunConfig's {', '.join(_CONFIG_FIELDS)} and Launch's "
+                         f"{', '.join(_LAUNCH_FIELDS)}")
+    cfg = replace(config or RunConfig(),
+                  **{k: v for k, v in options.items() if k in _CONFIG_FIELDS})
+    how = replace(launch or Launch(), **{k: v for k, v in options.items() if k in _LAUNCH_FIELDS})
+    return cfg, how
+
+
+def run_schedule(schedule_or_name, config: RunConfig | None = None, launch: Launch | None = None,
+                 *, P: int | None = 4, M: int | None = 8, V: int | None = None,
+                 **options) -> RunResult:
     """Run a schedule for real on P torchrun processes and measure it.
 
-    ``schedule_or_name`` is a name (with P, M, V) or a Schedule (a student's own). Extra
-    keywords go to RunConfig (seed, optimizer, lr, control, fault, save_checkpoint,
-    load_checkpoint, check). Raises ValueError for bad arguments and RunError naming the
-    rank and cause when a run fails, deadlocks or exceeds ``timeout`` seconds.
-
-    Several nodes: call it on every node with the same arguments, ``nnodes``, that node's
-    ``node_rank`` and node 0's ``rdzv_endpoint`` (HOST:PORT); each node starts P / nnodes
-    ranks, and every node gets the same RunResult back. Ranks talk over the interface that
-    routes to the endpoint, or ``socket_ifname`` (see ``cluster.choose_interface``).
+    ``schedule_or_name`` is a name (with P, M, V) or a Schedule (a student's own);
+    ``config`` what the run computes, ``launch`` how it is started. Keywords named after a
+    RunConfig or Launch field (``steps=1``, ``emulate=...``, ``timeout=60``) set that field
+    on top of them, and only that one. Raises ValueError for bad arguments and RunError
+    naming the rank and cause when a run fails, deadlocks or exceeds the timeout. Every node
+    of a multi-node run gets the same RunResult back.
     """
     schedule = resolve_schedule(schedule_or_name, P, M, V)
-    check_nodes(schedule.P, nnodes, node_rank, rdzv_endpoint)
-    if socket_ifname:
-        cluster.address_of(socket_ifname)      # ValueError naming the interfaces there are
-    cfg = config or RunConfig()
-    cfg = replace(cfg, steps=steps, emulate=emulate, recompute=recompute,
-                  model=model or cfg.model, device=device, **config_kw)
+    cfg, how = _options(config, launch, options)
+    check_nodes(schedule.P, how.nnodes, how.node_rank, how.rdzv_endpoint)
+    if how.socket_ifname:
+        cluster.address_of(how.socket_ifname)  # ValueError naming the interfaces there are
     _check(schedule, cfg)
+    comm_timeout = how.comm_timeout
     if comm_timeout is None:
-        comm_timeout = max(5.0, min(60.0, timeout / 3))
+        comm_timeout = max(5.0, min(60.0, how.timeout / 3))
     t0 = time.monotonic()
-    info, [r] = _launch(schedule.P, [RunSpec(schedule, cfg)], timeout=timeout,
-                        comm_timeout=comm_timeout, device=cfg.device, progress=progress,
-                        nnodes=nnodes, node_rank=node_rank, rdzv_endpoint=rdzv_endpoint,
-                        schedule=schedule, socket_ifname=socket_ifname)
+    info, [r] = _launch(schedule.P, [RunSpec(schedule, cfg)], timeout=how.timeout,
+                        comm_timeout=comm_timeout, device=cfg.device, progress=how.progress,
+                        nnodes=how.nnodes, node_rank=how.node_rank,
+                        rdzv_endpoint=how.rdzv_endpoint, schedule=schedule,
+                        socket_ifname=how.socket_ifname)
     return _result(schedule, cfg, info, r, time.monotonic() - t0)
 
 

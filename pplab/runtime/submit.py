@@ -201,7 +201,7 @@ def submit_run(schedule, P: int | None = 4, M: int | None = 8, V: int | None = N
                nodes: int = 2, partition: str | None = None, gpus_per_node: int = 0,
                time_min: int = 10, folder: str | None = None, account: str | None = None,
                qos: str | None = None, **run_kw) -> ClusterRun:
-    """Submit ``run_schedule(schedule, P, M, V, **run_kw)`` as one Slurm job over ``nodes``
+    """Submit ``run_schedule(schedule, P=P, M=M, V=V, **run_kw)`` as one Slurm job over ``nodes``
     nodes (one task per node, P/nodes ranks each). ValueError for what cannot run, or what
     the class's policy does not allow."""
     reason = unavailable_reason()
