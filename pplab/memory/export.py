@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..registry import TORCH_CLASSES, default_V
+from ..partition import uneven_split
 from .model_spec import ModelSpec
 from .parallel import ParallelConfig
 
@@ -62,19 +63,68 @@ def cannot_run(tool: str, model: ModelSpec, cfg: ParallelConfig) -> str | None:
     if tool == "torchtitan":
         if cfg.zero == 0 and cfg.dp > 1 and cfg.tp * cfg.pp > 1:
             return "torchtitan's DDP (ZeRO-0) runs only without TP and PP"
-        if cfg.first_layers is not None or cfg.last_layers is not None:
-            return "torchtitan splits layers evenly here (no first/last stage counts)"
         single = cfg.pp == 1 or torch_schedule_name(cfg.schedule) in SINGLE_STAGE
         if single != (V == 1):
             return f"torchtitan runs {cfg.schedule} with V = 1 only" if single else \
                 f"torchtitan runs {cfg.schedule} with V ≥ 2 only"
-        if V > 2 and model.layers % (cfg.pp * V):
-            return f"torchtitan needs the {model.layers} layers in {cfg.pp * V} equal chunks"
+        if cfg.pp > 1 and titan_split(model, cfg) is None:
+            return (f"torchtitan cannot split the {model.layers} layers into pplab's "
+                    f"{cfg.pp * V} stages ({_sizes_text(model, cfg)}) with its "
+                    "first/last_stage_less_layers and layers_per_stage")
+    return None
+
+
+def stage_sizes(model: ModelSpec, cfg: ParallelConfig) -> list[int]:
+    """Layers of every stage along the model, as pplab sizes them (``partition``)."""
+    n = cfg.pp * stages_per_rank(cfg)
+    return [len(r) for r in uneven_split(model.layers, n, cfg.first_layers, cfg.last_layers)]
+
+
+def _sizes_text(model, cfg) -> str:
+    sizes = stage_sizes(model, cfg)
+    return ", ".join(map(str, sizes)) if len(sizes) <= 8 else \
+        f"{sizes[0]}, {sizes[1]}, …, {sizes[-1]}"
+
+
+def titan_sizes(stages: int, layers: int, less_first: int, less_last: int) -> list[int]:
+    """The layers per stage torchtitan 0.2 builds (``generate_llm_fqn_per_model_part``): the
+    embedding and the output each count as ``less_*`` layers, the total is split evenly with
+    the remainder on the first stages, and the ends then give up those layers."""
+    base, extra = divmod(layers + less_first + less_last, stages)
+    sizes = [base + (i < extra) for i in range(stages)]
+    sizes[0] -= less_first
+    sizes[-1] -= less_last
+    return sizes
+
+
+def titan_split(model: ModelSpec, cfg: ParallelConfig) -> tuple[int, int, int | None] | None:
+    """(first_stage_less_layers, last_stage_less_layers, layers_per_stage) with which
+    torchtitan builds exactly pplab's stages, or None when no such values exist. torchtitan
+    counts its stages as ceil((layers + less_first + less_last) / layers_per_stage) (None:
+    not given, its default of 1 or 2 stages per rank), and each ``less`` may not exceed the
+    layers per stage."""
+    want = stage_sizes(model, cfg)
+    n = len(want)
+    top = max(want) + 1
+    pairs = sorted(((a, b) for a in range(top + 1) for b in range(top + 1)),
+                   key=lambda ab: (abs(ab[0] - ab[1]), sum(ab)))     # (1, 1) before (1, 0)
+    default = 1 if torch_schedule_name(cfg.schedule) in SINGLE_STAGE else 2
+    for a, b in pairs:
+        eff = model.layers + a + b
+        if max(a, b) > eff // n or titan_sizes(n, model.layers, a, b) != want:
+            continue
+        lps = -(-eff // n)
+        if -(-eff // lps) == n:
+            return a, b, lps
+        if n == cfg.pp * default:      # without layers_per_stage: its default V
+            return a, b, None
     return None
 
 
 def _megatron_split_rule(model: ModelSpec, cfg: ParallelConfig, V: int) -> str | None:
     """Megatron-LM splits the layers evenly over the stages between fixed first/last ones."""
+    if V > 1 and _ends_as_layers(model, cfg):
+        return None
     ends = [n for n in (cfg.first_layers, cfg.last_layers) if n is not None]
     middle, rest = cfg.pp - len(ends), model.layers - sum(ends)
     if ends and middle and rest % middle:
@@ -82,6 +132,15 @@ def _megatron_split_rule(model: ModelSpec, cfg: ParallelConfig, V: int) -> str |
     if V > 1 and model.layers % (cfg.pp * V):
         return f"Megatron-LM needs the {model.layers} layers in {cfg.pp * V} equal chunks"
     return None
+
+
+def _ends_as_layers(model: ModelSpec, cfg: ParallelConfig) -> bool:
+    """The embedding and the loss each take one layer's place in an even split (Megatron-LM's
+    --account-for-embedding/loss-in-pipeline-split): the first and last chunks hold one layer
+    fewer than the rest. Llama 3 405B's 126 layers on 16 × 8 chunks of 1 (§3.3.2)."""
+    n = cfg.pp * stages_per_rank(cfg)
+    k, rem = divmod(model.layers + 2, n)
+    return rem == 0 and k >= 1 and cfg.first_layers == cfg.last_layers == k - 1
 
 
 def stages_per_rank(cfg: ParallelConfig) -> int:
@@ -109,13 +168,17 @@ def torchtitan_toml(model: ModelSpec, cfg: ParallelConfig, seq: int) -> str:
         stages = cfg.pp * stages_per_rank(cfg)
         lines += [f'pipeline_parallel_schedule = "{torch_schedule_name(cfg.schedule)}"',
                   f"pipeline_parallel_microbatch_size = {cfg.microbatch}"]
-        if model.layers % stages == 0:     # else torchtitan's default V (1 or 2) and split
-            lines.append(f"pipeline_parallel_layers_per_stage = {model.layers // stages}")
-        # the embedding and the head weigh nothing in the split: pplab's even stages
-        lines += ["pipeline_parallel_first_stage_less_layers = 0",
-                  "pipeline_parallel_last_stage_less_layers = 0"]
+        less_first, less_last, per_stage = titan_split(model, cfg)
+        if per_stage is not None:
+            lines.append(f"pipeline_parallel_layers_per_stage = {per_stage}")
+        # the end stages' share as torchtitan weighs the embedding and the output layer
+        lines += [f"pipeline_parallel_first_stage_less_layers = {less_first}",
+                  f"pipeline_parallel_last_stage_less_layers = {less_last}"]
+    # torchtitan's local batch is one forward's: under PP its schedule cuts it into
+    # microbatches; without PP it accumulates global ÷ (local · DP) forwards, one per microbatch
+    local = cfg.microbatches * cfg.microbatch if cfg.pp > 1 else cfg.microbatch
     lines += ["", "[training]",
-              f"local_batch_size = {cfg.microbatches * cfg.microbatch}",
+              f"local_batch_size = {local}",
               f"global_batch_size = {cfg.microbatches * cfg.microbatch * cfg.dp}",
               f"seq_len = {seq}",
               "", "[activation_checkpoint]"]
@@ -144,12 +207,16 @@ def megatron_args(model: ModelSpec, cfg: ParallelConfig, seq: int) -> list[str]:
         a.append("--untie-embeddings-and-output-weights")
     a += ["--bf16", "--tensor-model-parallel-size", cfg.tp,
           "--pipeline-model-parallel-size", cfg.pp]
-    if stages_per_rank(cfg) > 1:
-        a += ["--num-layers-per-virtual-pipeline-stage",
-              model.layers // (cfg.pp * stages_per_rank(cfg))]
-    if cfg.first_layers is not None:
+    V = stages_per_rank(cfg)
+    if V > 1 and _ends_as_layers(model, cfg):
+        a += ["--num-virtual-stages-per-pipeline-rank", V,
+              "--account-for-embedding-in-pipeline-split",
+              "--account-for-loss-in-pipeline-split"]
+    elif V > 1:
+        a += ["--num-layers-per-virtual-pipeline-stage", model.layers // (cfg.pp * V)]
+    if cfg.first_layers is not None and not (V > 1 and _ends_as_layers(model, cfg)):
         a += ["--decoder-first-pipeline-num-layers", cfg.first_layers]
-    if cfg.last_layers is not None:
+    if cfg.last_layers is not None and not (V > 1 and _ends_as_layers(model, cfg)):
         a += ["--decoder-last-pipeline-num-layers", cfg.last_layers]
     if cfg.sp and cfg.tp > 1:
         a.append("--sequence-parallel")

@@ -8,7 +8,9 @@ Sources of the names (facts, cited; no code copied):
   ``torchtitan/distributed/pipeline_parallel.py`` (``pipeline_llm``: the number of virtual
   stages is ceil((layers + first_stage_less_layers + last_stage_less_layers) /
   layers_per_stage); single-stage schedules take 1 stage per rank, the others ≥ 2).
-* Megatron-LM: ``megatron/training/arguments.py`` — ``_add_network_size_args``
+* Megatron-LM: ``megatron/training/arguments.py`` (its ``parse_args``/``validate_args`` read
+  the export back where that source is installed; no registry release ships it, so that test
+  skips saying so, and megatron-core's ``TransformerConfig`` checks the layout meanwhile) — ``_add_network_size_args``
   (--num-layers, --hidden-size, --ffn-hidden-size, --num-attention-heads,
   --group-query-attention, --num-query-groups, --max-position-embeddings,
   --position-embedding-type, --normalization, --swiglu, --untie-embeddings-and-output-weights),
@@ -21,7 +23,6 @@ Sources of the names (facts, cited; no code copied):
   (--seq-length), ``_add_mixed_precision_args`` (--bf16); ``validate_args`` turns layers per
   virtual stage into ``virtual_pipeline_model_parallel_size`` = (layers / PP) / that.
 """
-import argparse
 import ast
 import importlib.util
 import math
@@ -38,6 +39,7 @@ from pplab.memory.export import (cannot_run, megatron_args, megatron_text, stage
 from pplab.partition import stage_layers
 
 L70 = get_preset("llama3-70b")
+L405 = get_preset("llama3-405b")
 
 # layouts the planner produces, each runnable by torchtitan
 TITAN_CASES = [
@@ -50,6 +52,17 @@ TITAN_CASES = [
     ParallelConfig(4, 4, 4, zero=3, sp=True, microbatches=16, schedule="dualpipev"),
     ParallelConfig(4, 1, 16, zero=3, sp=True, recompute="selective", microbatches=32),
     ParallelConfig(8, 16, 1, sp=True, microbatches=32, schedule="interleaved", virtual=2),
+    ParallelConfig(4, 1, 16, zero=3, sp=True, microbatch=2, microbatches=8),
+    ParallelConfig(4, 4, 4, zero=3, sp=True, microbatches=12, schedule="interleaved",
+                   virtual=3),
+]
+# Llama 3 405B's uneven stages: 7 layers on the first and last of 16; and its interleaved
+# layout, 126 layers on 128 chunks with the first holding the embedding alone and the last
+# the output layer alone (Llama 3 paper §3.3.2)
+TITAN_UNEVEN = [
+    ParallelConfig(8, 16, 64, zero=3, sp=True, microbatches=32, first_layers=7, last_layers=7),
+    ParallelConfig(8, 16, 64, zero=3, sp=True, microbatches=32, schedule="interleaved",
+                   virtual=8, first_layers=0, last_layers=0, zero3_regather="per_step"),
 ]
 
 
@@ -80,14 +93,17 @@ def _titan_split(root: pathlib.Path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cfg", TITAN_CASES, ids=lambda c: f"{c.schedule}-pp{c.pp}-z{c.zero}")
-def test_torchtitan_reads_the_export_back(tmp_path, cfg):
+@pytest.mark.parametrize("model,cfg", [(L70, c) for c in TITAN_CASES] +
+                         [(L405, c) for c in TITAN_UNEVEN],
+                         ids=lambda x: x.name if hasattr(x, "name") else
+                         f"{x.schedule}-pp{x.pp}-v{x.virtual}-b{x.microbatch}")
+def test_torchtitan_reads_the_export_back(tmp_path, model, cfg):
     root, ConfigManager = _torchtitan()
     from torch.distributed.pipelining.schedules import PipelineScheduleSingle, \
         get_schedule_class
-    assert cannot_run("torchtitan", L70, cfg) is None
+    assert cannot_run("torchtitan", model, cfg) is None
     path = tmp_path / "plan.toml"
-    path.write_text(torchtitan_toml(L70, cfg, 4096))
+    path.write_text(torchtitan_toml(model, cfg, 4096))
     job = ConfigManager().parse_args(["--job.config_file", str(path)])
     par, train = job.parallelism, job.training
     assert (par.tensor_parallel_degree, par.pipeline_parallel_degree) == (cfg.tp, cfg.pp)
@@ -96,9 +112,16 @@ def test_torchtitan_reads_the_export_back(tmp_path, cfg):
     if cfg.zero == 3:
         assert par.fsdp_reshard_after_forward == \
             {"per_step": "never", "per_microbatch": "always"}[cfg.zero3_regather]
-    assert train.seq_len == 4096 and train.local_batch_size == cfg.microbatches
-    assert train.global_batch_size == cfg.microbatches * cfg.dp
-    assert job.activation_checkpoint.mode == cfg.recompute
+    # torchtitan's trainer runs global ÷ (local · DP) forwards of local_batch_size sequences
+    # each; under PP each forward is one pipeline pass over local ÷ microbatch microbatches
+    accumulate = train.global_batch_size // (train.local_batch_size * cfg.dp)
+    assert train.global_batch_size == cfg.microbatches * cfg.microbatch * cfg.dp
+    if cfg.pp == 1:                   # pplab's M microbatches of b: M forwards of b
+        assert (train.local_batch_size, accumulate) == (cfg.microbatch, cfg.microbatches)
+    else:                             # one pass of M microbatches of b
+        assert accumulate == 1 and train.local_batch_size // \
+            par.pipeline_parallel_microbatch_size == cfg.microbatches
+    assert train.seq_len == 4096 and job.activation_checkpoint.mode == cfg.recompute
     if cfg.pp == 1:
         return
     # the schedule as torch resolves it, and the stages torchtitan will build from the file
@@ -108,11 +131,11 @@ def test_torchtitan_reads_the_export_back(tmp_path, cfg):
     assert issubclass(cls, PipelineScheduleSingle) == (V == 1)
     lead, tail = par.pipeline_parallel_first_stage_less_layers, \
         par.pipeline_parallel_last_stage_less_layers
-    stages = (math.ceil((L70.layers + lead + tail) / par.pipeline_parallel_layers_per_stage)
+    stages = (math.ceil((model.layers + lead + tail) / par.pipeline_parallel_layers_per_stage)
               if par.pipeline_parallel_layers_per_stage else cfg.pp * (1 if V == 1 else 2))
     assert stages == cfg.pp * V and par.pipeline_parallel_microbatch_size == cfg.microbatch
-    parts = _titan_split(root)(stages, L70.layers, lead, tail)
-    ours = stage_layers(cfg.make_schedule(), L70.layers)
+    parts = _titan_split(root)(stages, model.layers, lead, tail)
+    ours = stage_layers(cfg.make_schedule(), model.layers, cfg.first_layers, cfg.last_layers)
     assert [sum(m.startswith("layers.") for m in part) for part in parts] == \
         [len(r) for r in ours]
     assert parts[0][0] == "tok_embeddings" and parts[-1][-2:] == ["norm", "output"]
@@ -139,63 +162,102 @@ MEGATRON_CASES = [
 ]
 
 
-def _megatron_parser() -> argparse.ArgumentParser:
-    """The flags the export uses, with Megatron-LM's names, types and choices (module
-    docstring); unknown flags are refused, as Megatron's own parser refuses them."""
-    p = argparse.ArgumentParser(allow_abbrev=False, exit_on_error=False)
-    ints = ("num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads",
-            "num-query-groups", "seq-length", "max-position-embeddings",
-            "tensor-model-parallel-size", "pipeline-model-parallel-size",
-            "num-layers-per-virtual-pipeline-stage", "decoder-first-pipeline-num-layers",
-            "decoder-last-pipeline-num-layers", "micro-batch-size", "global-batch-size",
-            "recompute-num-layers")
-    for name in ints:
-        p.add_argument(f"--{name}", type=int)
-    for name in ("group-query-attention", "swiglu", "untie-embeddings-and-output-weights",
-                 "bf16", "sequence-parallel", "use-distributed-optimizer"):
-        p.add_argument(f"--{name}", action="store_true")
-    p.add_argument("--disable-bias-linear", action="store_false", dest="add_bias_linear")
-    p.add_argument("--normalization", choices=["LayerNorm", "RMSNorm"], default="LayerNorm")
-    p.add_argument("--position-embedding-type", choices=["learned_absolute", "rope"])
-    p.add_argument("--recompute-granularity", choices=["full", "selective"])
-    p.add_argument("--recompute-method", choices=["uniform", "block"])
-    return p
+#: why Megatron-LM's own parser cannot run here (checked: ``pip download megatron-core==0.16.1
+#: --no-binary :all:`` gives an sdist with megatron/core only; pip finds no megatron-lm)
+NO_MEGATRON_LM = ("Megatron-LM's parse_args/validate_args (megatron/training/arguments.py) "
+                  "ship in no registry release: megatron-core 0.16.1's sdist and wheels hold "
+                  "megatron/core only, and there is no megatron-lm package")
+
+
+def _megatron_parse(argv: list[str], world: int, monkeypatch):
+    """``argv`` through Megatron-LM's own ``parse_args`` and ``validate_args`` where its
+    source is installed; skipped, saying why, where it is not."""
+    if importlib.util.find_spec("megatron") is None or \
+            importlib.util.find_spec("megatron.training") is None:
+        pytest.skip(NO_MEGATRON_LM)
+    from megatron.training.arguments import parse_args, validate_args
+    monkeypatch.setattr(sys, "argv", ["pretrain_gpt.py", *argv])
+    monkeypatch.setenv("WORLD_SIZE", str(world))
+    monkeypatch.setenv("RANK", "0")
+    return validate_args(parse_args())
+
+
+def _flags(argv: list[str]) -> dict:
+    """The export's flags as {name: value} (True for a switch): only pairing, no Megatron
+    names, types or choices declared here."""
+    out, i = {}, 0
+    while i < len(argv):
+        value = True if i + 1 == len(argv) or argv[i + 1].startswith("--") else argv[i + 1]
+        out[argv[i].removeprefix("--").replace("-", "_")] = \
+            int(value) if isinstance(value, str) and value.isdigit() else value
+        i += 1 if value is True else 2
+    return out
+
+
+@pytest.mark.parametrize("cfg", MEGATRON_CASES, ids=lambda c: f"{c.schedule}-pp{c.pp}-v{c.virtual}")
+def test_megatron_parses_and_validates_the_export(cfg, monkeypatch):
+    argv = megatron_args(L70, cfg, 8192)
+    assert cannot_run("megatron", L70, cfg) is None
+    a = _megatron_parse(argv, cfg.num_gpus, monkeypatch)
+    assert (a.tensor_model_parallel_size, a.pipeline_model_parallel_size) == (cfg.tp, cfg.pp)
+    assert a.data_parallel_size == cfg.dp
+    assert a.global_batch_size == cfg.microbatches * cfg.microbatch * cfg.dp
+
+
+# Llama 3 405B: 7 layers on each end stage; and 128 one-layer chunks whose first holds the
+# embedding alone and last the loss alone (Megatron's account-for-embedding/loss split)
+MEGATRON_405 = [
+    ParallelConfig(8, 16, 64, zero=1, sp=True, microbatches=32, first_layers=7, last_layers=7),
+    ParallelConfig(8, 16, 64, zero=1, sp=True, microbatches=32, schedule="interleaved",
+                   virtual=8, first_layers=0, last_layers=0),
+]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cfg", MEGATRON_CASES, ids=lambda c: f"{c.schedule}-pp{c.pp}-v{c.virtual}")
-def test_megatron_arguments_parse_and_megatron_core_accepts_them(cfg):
-    assert cannot_run("megatron", L70, cfg) is None
-    text = megatron_text(L70, cfg, 8192)
+@pytest.mark.parametrize("model,cfg", [(L70, c) for c in MEGATRON_CASES] +
+                         [(L405, c) for c in MEGATRON_405],
+                         ids=lambda x: x.name if hasattr(x, "name") else
+                         f"{x.schedule}-pp{x.pp}-v{x.virtual}")
+def test_megatron_core_accepts_the_exported_layout(model, cfg):
+    assert cannot_run("megatron", model, cfg) is None
+    text = megatron_text(model, cfg, 8192)
     argv = shlex.split(text.replace("\\\n", " "))
-    assert argv == megatron_args(L70, cfg, 8192)
-    a = _megatron_parser().parse_args(argv)
-    assert (a.tensor_model_parallel_size, a.pipeline_model_parallel_size) == (cfg.tp, cfg.pp)
-    assert a.global_batch_size == cfg.microbatches * cfg.microbatch * cfg.dp
-    assert a.sequence_parallel == cfg.sp and a.use_distributed_optimizer == (cfg.zero == 1)
-    assert a.recompute_granularity == (None if cfg.recompute == "none" else cfg.recompute)
-    vpp = None
-    if a.num_layers_per_virtual_pipeline_stage:
-        vpp = a.num_layers // a.pipeline_model_parallel_size // \
-            a.num_layers_per_virtual_pipeline_stage
-        assert vpp == stages_per_rank(cfg)
+    assert argv == megatron_args(model, cfg, 8192)
+    a = _flags(argv)
+    assert (a["tensor_model_parallel_size"], a["pipeline_model_parallel_size"]) == \
+        (cfg.tp, cfg.pp)
+    assert a["global_batch_size"] == cfg.microbatches * cfg.microbatch * cfg.dp
+    assert a.get("sequence_parallel", False) == cfg.sp
+    assert a.get("use_distributed_optimizer", False) == (cfg.zero == 1)
+    assert a.get("recompute_granularity") == (None if cfg.recompute == "none" else cfg.recompute)
+    vpp = a.get("num_virtual_stages_per_pipeline_rank")
+    if "num_layers_per_virtual_pipeline_stage" in a:
+        vpp = a["num_layers"] // cfg.pp // a["num_layers_per_virtual_pipeline_stage"]
+    assert (vpp or 1) == stages_per_rank(cfg)
     core = pytest.importorskip("megatron.core.transformer.transformer_config",
                                reason="megatron-core not installed (make installs it --no-deps)")
     import torch
     conf = core.TransformerConfig(
-        num_layers=a.num_layers, hidden_size=a.hidden_size, ffn_hidden_size=a.ffn_hidden_size,
-        num_attention_heads=a.num_attention_heads,
-        num_query_groups=a.num_query_groups if a.group_query_attention else None,
-        tensor_model_parallel_size=a.tensor_model_parallel_size,
-        pipeline_model_parallel_size=a.pipeline_model_parallel_size,
-        virtual_pipeline_model_parallel_size=vpp, sequence_parallel=a.sequence_parallel,
-        num_layers_in_first_pipeline_stage=a.decoder_first_pipeline_num_layers,
-        num_layers_in_last_pipeline_stage=a.decoder_last_pipeline_num_layers,
-        recompute_granularity=a.recompute_granularity, recompute_method=a.recompute_method,
-        recompute_num_layers=a.recompute_num_layers, gated_linear_unit=a.swiglu,
-        normalization=a.normalization, add_bias_linear=a.add_bias_linear,
-        pipeline_dtype=torch.bfloat16 if a.bf16 else None, bf16=a.bf16)
-    assert conf.num_query_groups == L70.kv
+        num_layers=a["num_layers"], hidden_size=a["hidden_size"],
+        ffn_hidden_size=a["ffn_hidden_size"], num_attention_heads=a["num_attention_heads"],
+        num_query_groups=a.get("num_query_groups"),
+        tensor_model_parallel_size=a["tensor_model_parallel_size"],
+        pipeline_model_parallel_size=a["pipeline_model_parallel_size"],
+        virtual_pipeline_model_parallel_size=vpp,
+        sequence_parallel=a.get("sequence_parallel", False),
+        num_layers_in_first_pipeline_stage=a.get("decoder_first_pipeline_num_layers"),
+        num_layers_in_last_pipeline_stage=a.get("decoder_last_pipeline_num_layers"),
+        recompute_granularity=a.get("recompute_granularity"),
+        recompute_method=a.get("recompute_method"),
+        recompute_num_layers=a.get("recompute_num_layers"),
+        gated_linear_unit=a.get("swiglu", False), normalization=a.get("normalization",
+                                                                       "LayerNorm"),
+        add_bias_linear=not a.get("disable_bias_linear", False),
+        account_for_embedding_in_pipeline_split=a.get(
+            "account_for_embedding_in_pipeline_split", False),
+        account_for_loss_in_pipeline_split=a.get("account_for_loss_in_pipeline_split", False),
+        pipeline_dtype=torch.bfloat16, bf16=a.get("bf16", False))
+    assert conf.num_query_groups == model.kv
 
 
 def test_megatron_core_refuses_what_it_cannot_run():
@@ -217,8 +279,8 @@ def test_megatron_core_refuses_what_it_cannot_run():
     ("torchtitan", ParallelConfig(4, 2, 8, microbatches=8), "DDP"),
     ("torchtitan", ParallelConfig(4, 2, 8, zero=3, microbatches=8, schedule="zb-h1"),
      "no zb-h1"),
-    ("torchtitan", ParallelConfig(4, 4, 4, zero=3, microbatches=12, schedule="interleaved",
-                                  virtual=3), "equal chunks"),
+    ("torchtitan", ParallelConfig(8, 8, 1, zero=3, microbatches=8, first_layers=12),
+     "cannot split the 80 layers"),
     ("megatron", ParallelConfig(4, 2, 8, zero=3, microbatches=8), "ZeRO-3"),
     ("megatron", ParallelConfig(4, 2, 8, microbatches=8, schedule="zbv"), "no zbv"),
     ("megatron", ParallelConfig(8, 8, 1, microbatches=8, first_layers=9, last_layers=8),
@@ -256,5 +318,21 @@ def test_plan_export_is_the_fastest_runnable_layout_and_names_the_overall_best(t
     assert m.returncode == 0, m.stderr
     argv = shlex.split(" ".join(line for line in m.stdout.splitlines()
                                 if not line.startswith("#")).replace("\\", " "))
-    a = _megatron_parser().parse_args(argv)
-    assert a.tensor_model_parallel_size * a.pipeline_model_parallel_size <= 64
+    a = _flags(argv)
+    assert a["tensor_model_parallel_size"] * a["pipeline_model_parallel_size"] <= 64
+
+
+def test_torchtitan_local_batch_is_one_forward():
+    """Without PP, torchtitan's local batch is one forward: pplab's microbatch, accumulated
+    M times (not the whole per-GPU batch in one forward); under PP the schedule cuts it."""
+    import tomllib
+    flat = tomllib.loads(torchtitan_toml(L70, ParallelConfig(4, 1, 16, zero=3, microbatch=2,
+                                                             microbatches=16), 8192))
+    assert flat["training"]["local_batch_size"] == 2
+    assert flat["training"]["global_batch_size"] == 2 * 16 * 16
+    piped = tomllib.loads(torchtitan_toml(L405, TITAN_UNEVEN[0], 8192))
+    assert piped["training"]["local_batch_size"] == 32
+    par = piped["parallelism"]
+    assert (par["pipeline_parallel_first_stage_less_layers"],
+            par["pipeline_parallel_last_stage_less_layers"],
+            par["pipeline_parallel_layers_per_stage"]) == (1, 1, 8)
