@@ -10,7 +10,7 @@ accounting in ``pplab.memory``.
 from .ir import Action, Overlap, Schedule, parse_op
 from .registry import NAMES, REGISTRY, make_schedule
 from .sim import Costs, DeadlockError, simulate
-from .timeline import Event, Timeline, peak_inflight
+from .timeline import Event, Timeline, peak_inflight, peak_inflight_of
 from .validate import ScheduleError, check, validate
 from .probe.env import in_browser, local_only, register_magic as _register_magic
 
@@ -18,5 +18,5 @@ _register_magic()
 
 __all__ = ["Action", "Overlap", "Schedule", "parse_op", "NAMES", "REGISTRY", "make_schedule",
            "Costs", "DeadlockError", "simulate", "Event", "Timeline", "peak_inflight",
-           "ScheduleError", "check", "validate", "in_browser", "local_only"]
+           "peak_inflight_of", "ScheduleError", "check", "validate", "in_browser", "local_only"]
 __version__ = "0.1.0"

@@ -52,32 +52,55 @@ class Transfer(NamedTuple):
 _START_END = attrgetter("start", "end")
 
 
-def inflight_profile(ops: Iterable[Op], weights: dict[int, float] | None = None) -> list[float]:
-    """Activations alive after each op of one rank's run order.
+def inflight_walk(ops: Iterable[Op], full: dict[int, float] | None = None,
+                  pending_w: dict[int, float] | None = None):
+    """The in-flight rule, the one place it is written (the timeline, the scene's in-flight
+    lines and the memory accounting all walk a run order through it).
 
-    A forward leaves its activations behind until the backward that consumes them has finished
-    (``B``, or ``W`` when the backward is split into ``I`` then ``W``). ``weights`` maps a
-    stage to how much one of its activations counts (default 1 per microbatch-chunk).
+    A forward leaves its activation alive until the backward that consumes it has finished:
+    a ``B`` frees it; a split backward's ``I`` keeps it, shrunk to ``pending_w[stage]``
+    (default: unchanged), until its ``W`` frees that. ``full`` maps a stage to what one
+    activation counts (default 1). Yields after every part of every op (so an overlapped
+    pair's forward counts before its backward frees) ``(level, whole, waiting, op_ends)``:
+    the weight alive, the activations alive whole, those waiting for their ``W``, and
+    whether this part ends its op.
     """
-    alive: set = set()
-    level, profile = 0.0, []
+    whole: set = set()
+    waiting: set = set()
+    level = 0.0
     for op in ops:
-        for a in op.parts:
-            w = 1.0 if weights is None else weights[a.stage]
+        parts = op.parts
+        last = parts[-1]
+        for a in parts:
             key = (a.stage, a.microbatch)
-            if a.kind == "F":
-                alive.add(key)
+            kind = a.kind
+            w = 1.0 if full is None else full[a.stage]
+            if kind == "F":
+                whole.add(key)
                 level += w
-                profile.append(level)
-            elif a.kind in ("B", "W") and key in alive:
-                alive.discard(key)
+            elif kind == "I" and key in whole:
+                whole.discard(key)
+                waiting.add(key)
+                if pending_w is not None:
+                    level += pending_w[a.stage] - w
+            elif kind == "W" and key in waiting:
+                waiting.discard(key)
+                level -= w if pending_w is None else pending_w[a.stage]
+            elif kind in ("B", "W") and key in whole:
+                whole.discard(key)
                 level -= w
-        profile.append(level)
-    return profile
+            yield level, len(whole), len(waiting), a is last
 
 
-def peak_inflight(schedule: Schedule, stage_equivalents: bool = False) -> list[float]:
-    """Per-rank peak of microbatch activations held at once, read off the run order.
+def inflight_profile(ops: Iterable[Op], weights: dict[int, float] | None = None) -> list[float]:
+    """Activations alive after each part of each op of one rank's run order (``inflight_walk``;
+    ``weights`` maps a stage to how much one of its activations counts, default 1)."""
+    return [level for level, _, _, _ in inflight_walk(ops, weights)]
+
+
+def peak_inflight_of(schedule: Schedule, stage_equivalents: bool = False) -> list[float]:
+    """Per-rank peak of microbatch activations held at once, read off the schedule's run
+    order (``Timeline.peak_inflight`` reads it off the order a run's events took).
 
     With ``stage_equivalents`` each chunk counts by its share of the rank's layers (1/V for an
     interleaved chunk), which is what activation memory is proportional to.
@@ -91,6 +114,10 @@ def peak_inflight(schedule: Schedule, stage_equivalents: bool = False) -> list[f
         peak = max(prof, default=0.0)
         peaks.append(peak if stage_equivalents else int(round(peak)))
     return peaks
+
+
+#: the name the lessons call (``from pplab import peak_inflight``)
+peak_inflight = peak_inflight_of
 
 
 @dataclass
@@ -363,8 +390,15 @@ def op_kinds(op_keys) -> list[str]:
     return list(map(KINDS.__getitem__, map(and_, op_keys, repeat(KIND_MASK))))
 
 
-#: what an op does to its rank's live activations: a forward adds one, a B or W frees it
-_DELTA = (1, -1, 0, -1)
+def _kind_delta(kind: str) -> int:
+    """What one ``kind`` part does to the count of activations alive, read off the rule."""
+    walk = inflight_walk([parse_op("0F0"), parse_op(f"0{kind}0")])
+    return int(list(walk)[-1][0]) - 1
+
+
+#: per kind code, what an op does to its rank's live activations (F +1, B -1, I 0, W -1):
+#: ``run_peaks``' integer form of ``inflight_walk``
+_DELTA = tuple(map(_kind_delta, KINDS))
 
 
 def run_peaks(run) -> list[int]:

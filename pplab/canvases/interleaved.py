@@ -6,7 +6,7 @@ import functools
 from ..lower import p2p_messages
 from ..registry import make_schedule, names
 from ..scene import line, lines_panel, scene, timeline_panel
-from ..timeline import peak_inflight
+from ..timeline import peak_inflight_of
 from .base import (V_RANGE, Canvas, build_canvas, simulate_or_message, summary,
                    timeline_over_panel)
 
@@ -51,7 +51,7 @@ def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
     if err:
         return None, err
     sched = tl.schedule if tl.schedule is not None else make_schedule(schedule, P, M, V)
-    eq = peak_inflight(sched, stage_equivalents=True)
+    eq = peak_inflight_of(sched, stage_equivalents=True)
     points = makespan_vs_V(P, M, comm, schedule=schedule) if curve else [(V, tl.makespan)]
     ok = [(v, t) for v, t in points if t is not None]
     best_v, best_t = min(ok, key=lambda x: (x[1], x[0])) if ok else (V, tl.makespan)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..ir import Schedule
-from ..timeline import inflight_profile, peak_inflight
+from ..timeline import inflight_profile, inflight_walk, peak_inflight_of
 from . import activations as act
 from .model_spec import ModelSpec, Split
 from .parallel import ParallelConfig
@@ -61,7 +61,7 @@ def states_bytes(model: ModelSpec, psi: float, cfg: ParallelConfig
                  ) -> tuple[float, float, float]:
     """``model_states_bytes`` for one rank of ``cfg`` (one layer is ZeRO-3's gather unit and
     ZeRO-2's reduce unit)."""
-    return model_states_bytes(psi, cfg.dp, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
+    return model_states_bytes(psi, cfg.shard, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
                               cfg.bytes_optim, cfg.zero3_regather,
                               model.layer_params().per_rank(cfg.tp), cfg.zero2_reduce,
                               cfg.microbatches)
@@ -138,9 +138,10 @@ class MemoryReport:
 def stage_activation_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
                            stage: int, layers: range, seq: int | None = None) -> float:
     """Bytes one microbatch leaves alive on ``stage`` until its backward: layers + extras."""
-    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    full = seq or model.seq
+    s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
     out = len(layers) * act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
-                                                   cfg.recompute, cfg.bytes_act)
+                                                   cfg.recompute, cfg.bytes_act, full)
     if schedule.is_first(stage):
         out += act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp)
     if schedule.is_last(stage):
@@ -153,12 +154,13 @@ def stage_w_pending_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Sched
                           stage: int, layers: range, seq: int | None = None) -> float:
     """Bytes a microbatch keeps on ``stage`` between its ``I`` and its ``W`` (split backwards
     only): what the weight gradients still need, well below the full activations."""
-    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    full = seq or model.seq
+    s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
     # each part never more than what the whole microbatch keeps (under full recomputation a
     # pending W could re-run its forward from the kept input instead)
     layer = min(act.layer_w_pending_bytes(s, b, model.hidden, t, cfg.sp, cfg.bytes_act),
                 act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
-                                           cfg.recompute, cfg.bytes_act))
+                                           cfg.recompute, cfg.bytes_act, full))
     out = len(layers) * layer
     if schedule.is_last(stage):
         out += min(act.last_stage_w_pending_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
@@ -169,30 +171,11 @@ def stage_w_pending_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Sched
 
 
 def split_profile(ops, full: dict[int, float], pending_w: dict[int, float]) -> list[tuple]:
-    """Per op of one rank's run order: (bytes alive, whole microbatches, pending Ws). A forward
-    leaves ``full[stage]`` alive; ``I`` shrinks it to ``pending_w[stage]`` until its ``W``; a
-    full ``B`` frees it."""
-    whole: set = set()
-    waiting: set = set()
-    level, out = 0.0, []
-    for op in ops:
-        for a in op.parts:
-            key = (a.stage, a.microbatch)
-            if a.kind == "F":
-                whole.add(key)
-                level += full[a.stage]
-            elif a.kind == "I" and key in whole:
-                whole.discard(key)
-                waiting.add(key)
-                level += pending_w[a.stage] - full[a.stage]
-            elif a.kind == "B" and key in whole:
-                whole.discard(key)
-                level -= full[a.stage]
-            elif a.kind == "W" and key in waiting:
-                waiting.discard(key)
-                level -= pending_w[a.stage]
-            out.append((level, len(whole), len(waiting)))
-    return out
+    """Per part of each op of one rank's run order: (bytes alive, whole microbatches, pending
+    Ws), by the timeline's in-flight rule: a forward leaves ``full[stage]`` alive; ``I``
+    shrinks it to ``pending_w[stage]`` until its ``W``; a full ``B`` frees it."""
+    return [(level, whole, waiting)
+            for level, whole, waiting, _ in inflight_walk(ops, full, pending_w)]
 
 
 def peak_split(schedule: Schedule, full: dict[int, float] | None = None,
@@ -209,8 +192,8 @@ def peak_split(schedule: Schedule, full: dict[int, float] | None = None,
 def peak_weighted(schedule: Schedule, weights: dict[int, float]) -> list[float]:
     """Per-rank peak of Σ weight(stage) over the (stage, microbatch) activations alive at once.
 
-    The same walk over the run order as ``peak_inflight``; with weight = chunk_fraction it
-    *is* ``peak_inflight(schedule, stage_equivalents=True)``.
+    The same walk over the run order as ``peak_inflight_of``; with weight = chunk_fraction
+    it *is* ``peak_inflight_of(schedule, stage_equivalents=True)``.
     """
     return [max(inflight_profile(ops, weights), default=0.0) for ops in schedule.ranks]
 
@@ -225,7 +208,7 @@ def memory_report(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule | No
     w_w = {st: stage_w_pending_bytes(model, cfg, sched, st, ranges[st], seq)
            for st in range(sched.num_stages)}
     act_peak = [p[0] for p in peak_split(sched, act_w, w_w)]    # a pending W at its own size
-    equiv = peak_inflight(sched, stage_equivalents=True)
+    equiv = peak_inflight_of(sched, stage_equivalents=True)
     report = MemoryReport(model, cfg, sched)
     for r in range(sched.P):
         stages = sched.stages_of_rank(r)

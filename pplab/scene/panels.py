@@ -15,6 +15,7 @@ from operator import itemgetter, lt, mul
 
 from ..ir import KIND_NAMES
 from ..text import metrics_line
+from ..timeline import inflight_walk
 
 #: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
 KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
@@ -187,17 +188,9 @@ def timeline_scene(tl, title: str | None = None) -> dict:
 
 
 def levels(ops) -> list[int]:
-    """Activations alive after each op (F adds one; B, or W after a split backward, frees it)."""
-    alive: set = set()
-    out = []
-    for op in ops:
-        for a in op.parts:
-            if a.kind == "F":
-                alive.add((a.stage, a.microbatch))
-            elif a.kind in ("B", "W"):
-                alive.discard((a.stage, a.microbatch))
-        out.append(len(alive))
-    return out
+    """Activations alive after each op (the timeline's in-flight rule: F adds one; B, or W
+    after a split backward, frees it)."""
+    return [whole + waiting for _, whole, waiting, op_ends in inflight_walk(ops) if op_ends]
 
 
 def inflight_panel(tl) -> dict:
