@@ -24,6 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tp", type=int, default=1, help="tensor-parallel ranks (default: 1)")
     g.add_argument("--pp", type=int, default=1, help="pipeline ranks (default: 1)")
     g.add_argument("--dp", type=int, default=1, help="data-parallel replicas (default: 1)")
+    g.add_argument("--cp", type=int, default=1,
+                   help="context-parallel ranks, each with s/CP of every sequence (default: 1)")
     g.add_argument("--gpus", type=int, default=None,
                    help="total GPUs, must equal TP×PP×DP (default: TP×PP×DP)")
     g.add_argument("--zero", type=int, default=0, choices=range(4), metavar="{0,1,2,3}",
@@ -72,7 +74,7 @@ def main(a) -> int:
     cfg = ParallelConfig(a.tp, a.pp, a.dp, a.zero, a.sp, a.recompute, a.mbs, a.M,
                          a.schedule, a.V, a.gpus, zero3_regather=a.zero3_regather,
                          zero2_reduce=a.zero2_reduce,
-                         first_layers=a.first_layers, last_layers=a.last_layers)
+                         first_layers=a.first_layers, last_layers=a.last_layers, cp=a.cp)
     rep = memory_report(model, cfg)
     vol = comm_volumes(model, cfg, rep.schedule)
     est = estimate(model, cfg, hw)

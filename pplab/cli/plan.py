@@ -48,9 +48,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     n = p.add_argument_group("a layout of your own (any of these names one: it is sized, "
                              "ranked among the candidates and exported instead of the first)")
     n.add_argument("--tp", type=int, default=None, help="tensor-parallel ranks (default: 1)")
+    n.add_argument("--cp", type=int, default=None,
+                   help="context-parallel ranks, each with s/CP of every sequence (default: 1)")
     n.add_argument("--pp", type=int, default=None, help="pipeline ranks (default: 1)")
     n.add_argument("--dp", type=int, default=None,
-                   help="data-parallel replicas (default: GPUs ÷ (TP·PP))")
+                   help="data-parallel replicas (default: GPUs ÷ (TP·CP·PP))")
     n.add_argument("--zero", type=int, default=None, choices=range(4), metavar="{0,1,2,3}",
                    help="ZeRO stage, 3 = FSDP (default: 1 with DP > 1, else 0)")
     n.add_argument("--zero3-regather", default="per_microbatch", choices=ZERO3_REGATHER,
@@ -147,7 +149,7 @@ def run_plan(a) -> int:
     return 0
 
 
-NAMED = ("tp", "pp", "dp", "zero", "schedule", "V", "M", "recompute", "sp")
+NAMED = ("tp", "cp", "pp", "dp", "zero", "schedule", "V", "M", "recompute", "sp")
 
 
 def _named(a, model) -> ParallelConfig | None:
@@ -155,12 +157,15 @@ def _named(a, model) -> ParallelConfig | None:
     degrees must multiply to --gpus and M·b·DP to --global-batch when both are given."""
     if all(getattr(a, k) is None for k in NAMED):
         return None
-    tp, pp = a.tp or 1, a.pp or 1
-    if a.gpus % (tp * pp):
-        raise ValueError(f"TP·PP = {tp * pp} does not divide --gpus {a.gpus}")
-    dp = a.dp or a.gpus // (tp * pp)
-    if tp * pp * dp != a.gpus:
-        raise ValueError(f"TP·PP·DP = {tp}·{pp}·{dp} = {tp * pp * dp} ≠ --gpus {a.gpus}")
+    tp, cp, pp = a.tp or 1, a.cp or 1, a.pp or 1
+    if min(tp, cp, pp, a.dp or 1) < 1:
+        raise ValueError("--tp, --cp, --pp and --dp must be ≥ 1")
+    if a.gpus % (tp * cp * pp):
+        raise ValueError(f"TP·CP·PP = {tp * cp * pp} does not divide --gpus {a.gpus}")
+    dp = a.dp or a.gpus // (tp * cp * pp)
+    if tp * cp * pp * dp != a.gpus:
+        raise ValueError(f"TP·CP·PP·DP = {tp}·{cp}·{pp}·{dp} = {tp * cp * pp * dp} ≠ --gpus "
+                         f"{a.gpus}")
     gb = a.global_batch or 8 * a.gpus
     if a.M is None and gb % (dp * a.mbs):
         raise ValueError(f"--global-batch {gb} is not a multiple of DP·b = {dp * a.mbs}; "
@@ -179,7 +184,7 @@ def _named(a, model) -> ParallelConfig | None:
     return ParallelConfig(tp, pp, dp, zero, sp, a.recompute or "selective", a.mbs, M, name,
                           a.V, zero3_regather=a.zero3_regather,
                           first_layers=a.first_layers if pp > 1 else None,
-                          last_layers=a.last_layers if pp > 1 else None)
+                          last_layers=a.last_layers if pp > 1 else None, cp=cp)
 
 
 def _named_report(a, model, hw, cfg, tool, search) -> int:
@@ -197,8 +202,9 @@ def _named_report(a, model, hw, cfg, tool, search) -> int:
             megatron_text(model, cfg, model.seq)
         print("".join(f"# {line}\n" for line in head) + body, end="")
         return 0
-    search = search | {"micro_batches": tuple(sorted({1, a.mbs})),
-                       "global_batch": cfg.microbatches * cfg.microbatch * cfg.dp}
+    search = search | {"micro_batches": tuple(sorted({1, a.mbs})), "cps": (1, cfg.cp)[
+                       :1 + (cfg.cp > 1)], "global_batch": cfg.microbatches * cfg.microbatch *
+                       cfg.dp}
     cands = [c for c in plan(model, a.gpus, hw, **search) if c.feasible]
     rank, util = rank_among(mine, cands), mfu(model, cfg, mine.step_time, hw)
     first = cands[0] if cands else None

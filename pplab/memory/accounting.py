@@ -174,8 +174,8 @@ def split_profile(ops, full: dict[int, float], pending_w: dict[int, float]) -> l
     """Per part of each op of one rank's run order: (bytes alive, whole microbatches, pending
     Ws), by the timeline's in-flight rule: a forward leaves ``full[stage]`` alive; ``I``
     shrinks it to ``pending_w[stage]`` until its ``W``; a full ``B`` frees it."""
-    return [(level, whole, waiting)
-            for level, whole, waiting, _ in inflight_walk(ops, full, pending_w)]
+    walk = inflight_walk(ops, full, pending_w)
+    return list(zip(walk.levels, walk.whole, walk.waiting))
 
 
 def peak_split(schedule: Schedule, full: dict[int, float] | None = None,

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 
 def layer_activation_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool = False,
-                           recompute: str = "none", bytes_per_value: float = 2) -> float:
-    """Korthikanti Table 2: bytes one transformer layer keeps for one microbatch."""
+                           recompute: str = "none", bytes_per_value: float = 2,
+                           keys: int | None = None) -> float:
+    """Korthikanti Table 2: bytes one transformer layer keeps for one microbatch of ``s``
+    tokens. ``keys``: the tokens each query attends over when that is not ``s`` (under
+    context parallelism a rank holds s/CP queries against all s keys)."""
     sbh = s * b * h
-    attn = 5 * a * s / (h * t)                 # scores + softmax + dropout mask, split over t
+    attn = 5 * a * (keys or s) / (h * t)       # scores + softmax + dropout mask, split over t
     if recompute == "full":
         per = 2.0
     elif recompute == "selective":

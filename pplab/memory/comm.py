@@ -47,17 +47,19 @@ def ring_allreduce_sent(nbytes: float, k: int) -> float:
 
 def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
                  seq: int | None = None) -> dict[str, float]:
-    """Bytes sent per step by one GPU of the busiest rank on each axis: tp, pp, dp."""
-    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    """Bytes sent per step by one GPU of the busiest rank on each axis: tp, pp, dp, and cp
+    under context parallelism (``cp_layer_bytes`` per layer and microbatch)."""
+    s, b, t = cfg.local_seq(seq or model.seq), cfg.microbatch, cfg.tp
     act = s * b * model.hidden * cfg.bytes_act
     ranges = cfg.stage_ranges(schedule, model.layers)
     per_mb = schedule.microbatches_per_copy
     n_ar = 4 + (2 if cfg.recompute == "full" else 0)
-    tp, pp = [], []
+    tp, pp, cp = [], [], []
     for r in range(schedule.P):
         stages = schedule.stages_of_rank(r)
         layers = sum(len(ranges[st]) for st in stages)
         tp.append(layers * per_mb * n_ar * ring_allreduce_sent(act, t))
+        cp.append(layers * per_mb * cp_layer_bytes(model, cfg, seq))
         hops = 0
         for st in stages:
             if not schedule.is_last(st) and schedule.stage_to_rank[st + 1] != r:
@@ -66,7 +68,20 @@ def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
                 hops += per_mb                                     # gradients backward
         pp.append(hops * act / t)
     dp = dp_volume(_max_params(model, cfg, schedule), cfg, per_mb)
-    return {"tp": max(tp), "pp": max(pp), "dp": dp}
+    return {"tp": max(tp), "pp": max(pp), "dp": dp} | ({"cp": max(cp)} if cfg.cp > 1 else {})
+
+
+def cp_layer_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None) -> float:
+    """Bytes one GPU sends for one layer and one microbatch under context parallelism (ring
+    attention): its s/CP tokens' keys and values (kv_heads·head_dim each, ÷TP) passed on CP − 1
+    times in the forward, and again in the backward with their gradients coming back: 3×.
+    Megatron-LM's and torchtitan's ring overlaps these with the attention blocks they feed;
+    here they count like TP's all-reduces (see ``LEAVES_OUT``)."""
+    if cfg.cp == 1:
+        return 0.0
+    s = cfg.local_seq(seq or model.seq)
+    kv = 2 * s * cfg.microbatch * model.kv * model.head_dim / cfg.tp * cfg.bytes_act
+    return 3 * (cfg.cp - 1) * kv
 
 
 def dp_volume(psi: float, cfg: ParallelConfig, passes: int | None = None) -> float:
@@ -75,7 +90,7 @@ def dp_volume(psi: float, cfg: ParallelConfig, passes: int | None = None) -> flo
     (``passes`` of them: M, or M per copy for DualPipe) when ZeRO-2 reduces per microbatch;
     ZeRO-3 3Ψ per microbatch when it re-gathers per microbatch, Ψ + Ψ when it keeps the
     parameters gathered for the step."""
-    d = cfg.dp
+    d = cfg.shard
     if d <= 1:
         return 0.0
     n = cfg.microbatches if passes is None else passes
@@ -114,10 +129,11 @@ def _max_params(model, cfg, schedule) -> float:
 
 
 def axis_bandwidths(cfg: ParallelConfig, net: Network) -> dict[str, float]:
-    """Rank order TP (innermost), DP, PP (outermost), Megatron's default: an axis stays inside
-    a node while the product of it and the axes inside it fits in one node."""
+    """Rank order TP (innermost), CP, DP, PP (outermost), Megatron's default: an axis stays
+    inside a node while the product of it and the axes inside it fits in one node."""
     n = net.gpus_per_node
-    inside = {"tp": cfg.tp, "dp": cfg.tp * cfg.dp, "pp": cfg.tp * cfg.dp * cfg.pp}
+    inside = {"tp": cfg.tp, "cp": cfg.tp * cfg.cp, "dp": cfg.tp * cfg.cp * cfg.dp,
+              "pp": cfg.num_gpus}
     return {k: net.intra_node if v <= n else net.inter_node for k, v in inside.items()}
 
 

@@ -28,11 +28,11 @@ def zero3_times(model, cfg, bw_dp, tf, tb) -> dict:
     ZeRO-1's reduce-scatter + all-gather, and priced the same way (the last backward hides
     part of it) so that the two, equal in bytes moved and held, also rank equal."""
     out = {"tf_run": tf, "tb_run": tb, "dp_time": 0.0, "exposed": 0.0}
-    if cfg.zero < 3 or cfg.dp <= 1:
+    if cfg.zero < 3 or cfg.shard <= 1:
         return out
     psi = _rank_params(model, cfg)
     copies = cached_schedule(*small_key(cfg)).copies
-    f = (cfg.dp - 1) / cfg.dp / bw_dp
+    f = (cfg.shard - 1) / cfg.shard / bw_dp
     if cfg.zero3_regather == "per_step":
         g, r = (x * f for x in zero3_bytes(psi, cfg, 1))
         return dict(out, dp_time=g + r, exposed=max(0.0, g + r - tb))
@@ -50,11 +50,11 @@ def zero12_times(model, cfg, bw_dp, tb) -> dict:
     backward runs, so a B lasts at least that (``tb_run``); its last pass's reduce-scatter
     and the all-gather make the tail."""
     out = {"tb_run": tb, "dp_time": 0.0, "tail": 0.0}
-    if cfg.zero >= 3 or cfg.dp <= 1:
+    if cfg.zero >= 3 or cfg.shard <= 1:
         return out
     psi = _rank_params(model, cfg)
     copies = cached_schedule(*small_key(cfg)).copies
-    f = (cfg.dp - 1) / cfg.dp / bw_dp
+    f = (cfg.shard - 1) / cfg.shard / bw_dp
     dp_time = dp_volume(psi, cfg, cfg.microbatches // copies) / bw_dp
     if zero12_scatters(cfg, cfg.microbatches) == 1:
         return dict(out, dp_time=dp_time, tail=max(0.0, dp_time - tb))

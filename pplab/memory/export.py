@@ -61,8 +61,8 @@ def cannot_run(tool: str, model: ModelSpec, cfg: ParallelConfig) -> str | None:
     if tool == "megatron":
         return _megatron_split_rule(model, cfg, V)
     if tool == "torchtitan":
-        if cfg.zero == 0 and cfg.dp > 1 and cfg.tp * cfg.pp > 1:
-            return "torchtitan's DDP (ZeRO-0) runs only without TP and PP"
+        if cfg.zero == 0 and cfg.dp > 1 and cfg.tp * cfg.pp * cfg.cp > 1:
+            return "torchtitan's DDP (ZeRO-0) runs only without TP, CP and PP"
         single = cfg.pp == 1 or torch_schedule_name(cfg.schedule) in SINGLE_STAGE
         if single != (V == 1):
             return f"torchtitan runs {cfg.schedule} with V = 1 only" if single else \
@@ -163,6 +163,7 @@ def torchtitan_toml(model: ModelSpec, cfg: ParallelConfig, seq: int) -> str:
         keep = "never" if cfg.zero3_regather == "per_step" else "always"
         lines.append(f'fsdp_reshard_after_forward = "{keep}"')
     lines += [f"tensor_parallel_degree = {cfg.tp}",
+              f"context_parallel_degree = {cfg.cp}",
               f"pipeline_parallel_degree = {cfg.pp}"]
     if cfg.pp > 1:
         stages = cfg.pp * stages_per_rank(cfg)
@@ -207,6 +208,8 @@ def megatron_args(model: ModelSpec, cfg: ParallelConfig, seq: int) -> list[str]:
         a.append("--untie-embeddings-and-output-weights")
     a += ["--bf16", "--tensor-model-parallel-size", cfg.tp,
           "--pipeline-model-parallel-size", cfg.pp]
+    if cfg.cp > 1:
+        a += ["--context-parallel-size", cfg.cp]
     V = stages_per_rank(cfg)
     if V > 1 and _ends_as_layers(model, cfg):
         a += ["--num-virtual-stages-per-pipeline-rank", V,

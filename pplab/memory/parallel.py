@@ -48,6 +48,10 @@ class ParallelConfig:
     and so are the gradient bytes held during the step.
     ``first_layers`` / ``last_layers`` fix the layer counts of the model's first and last
     pipeline stage (Megatron-LM's ``--decoder-first/last-pipeline-num-layers``).
+    ``cp`` is context parallelism: each of CP ranks holds s/CP of every sequence's tokens
+    (their activations and compute; ring attention passes the keys and values around), and
+    keeps the parameters whole like a DP replica, so gradients are reduced and ZeRO shards
+    over DP·CP (``shard``), as Megatron-LM and torchtitan do.
     """
     tp: int = 1
     pp: int = 1
@@ -68,10 +72,20 @@ class ParallelConfig:
     zero2_reduce: str = "per_microbatch"
     first_layers: int | None = None
     last_layers: int | None = None
+    cp: int = 1
 
     @property
     def num_gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def shard(self) -> int:
+        """The ranks holding the same parameters: DP × CP (gradients reduced, ZeRO shards)."""
+        return self.dp * self.cp
+
+    def local_seq(self, seq: int) -> int:
+        """Tokens of each sequence on one rank: s / CP."""
+        return seq // self.cp
 
     def with_(self, **changes) -> "ParallelConfig":
         return replace(self, **changes)
@@ -89,7 +103,7 @@ class ParallelConfig:
 
         ``schedule_fn(name, P, M, V)`` replaces ``make_schedule`` (the planner passes a cached
         one)."""
-        for name in ("tp", "pp", "dp", "microbatch", "microbatches"):
+        for name in ("tp", "cp", "pp", "dp", "microbatch", "microbatches"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be ≥ 1, got {getattr(self, name)}")
         if self.zero not in (0, 1, 2, 3):
@@ -104,8 +118,14 @@ class ParallelConfig:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
                              f"got {self.recompute!r}")
         if self.gpus is not None and self.gpus != self.num_gpus:
-            raise ValueError(f"{self.gpus} GPUs ≠ TP×PP×DP = {self.tp}×{self.pp}×{self.dp} = "
-                             f"{self.num_gpus}; choose degrees whose product is {self.gpus}")
+            cp = f"×{self.cp}" if self.cp > 1 else ""
+            raise ValueError(f"{self.gpus} GPUs ≠ TP×{'CP×' if cp else ''}PP×DP = {self.tp}{cp}"
+                             f"×{self.pp}×{self.dp} = {self.num_gpus}; choose degrees whose "
+                             f"product is {self.gpus}")
+        if model.seq % (2 * self.cp) and self.cp > 1:
+            raise ValueError(f"CP={self.cp} needs the sequence ({model.seq}) in 2·CP equal "
+                             "chunks (each rank takes one from each end, to balance the "
+                             "causal attention)")
         if model.heads % self.tp:
             raise ValueError(f"TP={self.tp} does not divide the {model.heads} attention heads "
                              f"of {model.name}; use a TP degree that divides {model.heads}")

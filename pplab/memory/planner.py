@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from ..registry import SPECS, names, spec
 from ..partition import stage_layers
-from .comm import Network, axis_bandwidths, zero12_scatters
+from .comm import Network, axis_bandwidths, cp_layer_bytes, zero12_scatters
 from .dp_times import zero12_times, zero3_times
 from .extrapolate import cached_schedule, makespan_unit
 from .rank_memory import fast_memory, small_key
@@ -61,10 +61,12 @@ class Candidate:
     exposed_comm: float = 0.0
 
     def layout(self) -> str:
-        """The layout in one line: TP=4 PP=2 DP=8 zbv M=64 b=1 ZeRO-1 recompute=selective SP."""
+        """The layout in one line: TP=4 PP=2 DP=8 zbv M=64 b=1 ZeRO-1 recompute=selective SP
+        (CP=… after TP when the sequence is split)."""
         c = self.config
         v = f" V={c.virtual}" if c.virtual and c.virtual > 1 else ""
-        return (f"TP={c.tp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
+        cp = f" CP={c.cp}" if c.cp > 1 else ""
+        return (f"TP={c.tp}{cp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
                 f"b={c.microbatch} ZeRO-{c.zero}"
                 f"{' kept' if c.zero == 3 and c.zero3_regather == 'per_step' else ''} "
                 f"recompute={c.recompute}{' SP' if c.sp else ''}")
@@ -93,7 +95,7 @@ class Candidate:
     def to_dict(self) -> dict:
         """The row as plain values (seconds, bytes): what ``pplab plan --json`` prints."""
         c = self.config
-        return {"tp": c.tp, "pp": c.pp, "dp": c.dp, "zero": c.zero,
+        return {"tp": c.tp, "cp": c.cp, "pp": c.pp, "dp": c.dp, "zero": c.zero,
                 "zero3_regather": c.zero3_regather if c.zero == 3 else None,
                 "schedule": c.schedule,
                 "virtual": 1 if c.pp == 1 else (c.virtual or spec(c.schedule).default_V),
@@ -117,8 +119,10 @@ def compute_costs(model: ModelSpec, cfg: ParallelConfig, hw: Hardware,
     per_token = model.train_flops_per_token(cfg.recompute) if seq is None else \
         model.with_(seq=s).train_flops_per_token(cfg.recompute)
     base = model.with_(seq=s).train_flops_per_token("none")
-    fwd = base / 3 * s * cfg.microbatch / (cfg.pp * cfg.tp) / (hw.flops * hw.efficiency)
-    extra = (per_token - base) * s * cfg.microbatch / (cfg.pp * cfg.tp) / (hw.flops * hw.efficiency)
+    # each of CP ranks computes s/CP tokens (attention against all s keys: FLOPs/token holds it)
+    ranks = cfg.pp * cfg.tp * cfg.cp
+    fwd = base / 3 * s * cfg.microbatch / ranks / (hw.flops * hw.efficiency)
+    extra = (per_token - base) * s * cfg.microbatch / ranks / (hw.flops * hw.efficiency)
     return fwd, 2 * fwd + extra
 
 
@@ -166,11 +170,13 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     tf, tb = compute_costs(model, cfg, hw, seq)
     bw = axis_bandwidths(cfg, hw.network)
     t = cfg.tp
-    act = s * cfg.microbatch * model.hidden * cfg.bytes_act
+    act = cfg.local_seq(s) * cfg.microbatch * model.hidden * cfg.bytes_act
     ar = 0.0 if t == 1 else 2 * (t - 1) / t * act / bw["tp"]     # one TP all-reduce
     layers_per_rank = model.layers / cfg.pp
     n_ar = 4 + (2 if cfg.recompute == "full" else 0)      # TP all-reduces per layer, F+B
-    scale = 1 + n_ar * layers_per_rank * ar / (tf + tb)   # TP traffic stretches every op
+    ring = cp_layer_bytes(model, cfg, seq) / bw["cp"]     # CP's keys and values, F+B
+    # TP (and CP) traffic stretches every op
+    scale = 1 + layers_per_rank * (n_ar * ar + ring) / (tf + tb)
     tf_all, tb_all = tf * scale, tb * scale
     p2p = act / t / bw["pp"] if cfg.pp > 1 else 0.0
     key = small_key(cfg)
@@ -250,13 +256,15 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
          recompute: tuple[str, ...] = ("none", "selective", "full"),
          sp: bool = True, max_pp: int | None = None,
          zero3_regather: tuple[str, ...] = ("per_microbatch", "per_step"),
-         first_layers: int | None = None, last_layers: int | None = None) -> list[Candidate]:
+         first_layers: int | None = None, last_layers: int | None = None,
+         cps: tuple[int, ...] = (1,)) -> list[Candidate]:
     """All candidate layouts, feasible ones first, fastest first; infeasible ones say why.
 
     ``global_batch`` counts sequences per step (default 8 per GPU); M = global_batch/(DP·b).
     ``max_pp`` caps the pipeline depth (None: every depth the layers allow).
     ``zero3_regather``: the ZeRO-3 modes to consider (``ParallelConfig.zero3_regather``).
     ``first_layers``/``last_layers``: fixed layer counts of the first/last stage when PP > 1.
+    ``cps``: the context-parallel degrees tried (DP = GPUs ÷ (TP·CP·PP)).
     """
     hw = hw or Hardware()
     if gpus < 1:
@@ -265,25 +273,25 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
     out: list[Candidate] = []
     tps = [t for t in _pow2_upto(min(hw.network.gpus_per_node, gpus))
            if model.heads % t == 0 and model.kv % t == 0 and model.ffn % t == 0]
-    for t in tps:
-        for p in _pp_choices(model.layers, min(gpus // t, max_pp or model.layers),
+    for t, c in ((t, c) for t in tps for c in cps if gpus % (t * c) == 0):
+        for p in _pp_choices(model.layers, min(gpus // (t * c), max_pp or model.layers),
                              first_layers, last_layers):
-            if gpus % (t * p):
+            if gpus % (t * c * p):
                 continue
-            d = gpus // (t * p)
+            d = gpus // (t * c * p)
             for b in micro_batches:
                 if gb % (d * b):
-                    out.append(Candidate(ParallelConfig(t, p, d, microbatch=b), False,
+                    out.append(Candidate(ParallelConfig(t, p, d, microbatch=b, cp=c), False,
                                          f"global batch {gb} is not a multiple of DP×b = "
                                          f"{d * b}", memory=hw.memory))
                     continue
                 M = gb // (d * b)
                 ends = (first_layers, last_layers) if p > 1 else (None, None)
-                zeros = _zero_options(zero_stages, zero3_regather, d)
+                zeros = _zero_options(zero_stages, zero3_regather, d * c)
                 for name in (schedules if p > 1 else ("1f1b",)):
                     for V in (virtual if spec(name).stages_per_rank == "any" else (None,)):
                         out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
-                                             sp and t > 1, zeros, hw, seq, ends))
+                                             sp and t > 1, zeros, hw, seq, ends, c))
     out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
     return out
 
@@ -312,7 +320,7 @@ def mfu(model: ModelSpec, cfg: ParallelConfig, step_time: float, hw: Hardware | 
     counts: PaLM's definition, the one the Llama 3 paper reports) over GPUs × peak × step."""
     hw = hw or Hardware()
     m = model if seq is None else model.with_(seq=seq)
-    tokens = cfg.microbatches * cfg.microbatch * cfg.dp * m.seq
+    tokens = cfg.microbatches * cfg.microbatch * cfg.dp * m.seq      # CP splits each sequence
     return tokens * m.train_flops_per_token("none") / (cfg.num_gpus * hw.flops * step_time)
 
 
@@ -343,7 +351,7 @@ def _cheap(z, mode, M) -> bool:
 
 
 def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
-              ends=(None, None)) -> list[Candidate]:
+              ends=(None, None), cp=1) -> list[Candidate]:
     """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V) that can
     rank first; the rest are pruned by dominance and not listed (docs/memory.md, "Planner").
 
@@ -361,7 +369,8 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
     """
     rcs = [rc for rc in RC_ORDER if rc in rcs]
     base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
-                          schedule=name, virtual=V, first_layers=ends[0], last_layers=ends[1])
+                          schedule=name, virtual=V, first_layers=ends[0], last_layers=ends[1],
+                          cp=cp)
     try:
         # validate at the reduced M: same residue mod 2P, so the same divisibility rules
         small = base.with_(microbatches=small_key(base)[2])
@@ -429,6 +438,7 @@ LEAVES_OUT = (
     "communication never overlaps compute except the DP reduce behind the last backward "
     "and ZeRO-3's prefetched gathers",
     "no congestion: each axis gets its link bandwidth alone; no latency per message",
+    "context parallelism's ring of keys and values does not overlap the attention it feeds",
     "no optimizer step time, no data loading, no stragglers or failures",
     "DualPipe's F&B pairs gain nothing from overlap (tfb = tf + tb); kernels that overlap "
     "them would make it faster",

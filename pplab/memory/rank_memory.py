@@ -54,9 +54,10 @@ def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
 
 def _activation_peaks(model, cfg, M, seq):
     from . import activations as act
-    s, b, t = seq or model.seq, cfg.microbatch, cfg.tp
+    full = seq or model.seq
+    s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
     layer = act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp, cfg.recompute,
-                                       cfg.bytes_act)
+                                       cfg.bytes_act, full)
     last = act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act)
     w = (layer, act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp), last,
          # a pending W at its own size (accounting.stage_w_pending_bytes)

@@ -63,6 +63,8 @@ TITAN_UNEVEN = [
     ParallelConfig(8, 16, 64, zero=3, sp=True, microbatches=32, first_layers=7, last_layers=7),
     ParallelConfig(8, 16, 64, zero=3, sp=True, microbatches=32, schedule="interleaved",
                    virtual=8, first_layers=0, last_layers=0, zero3_regather="per_step"),
+    ParallelConfig(8, 16, 8, zero=3, sp=True, microbatches=16, schedule="interleaved",
+                   virtual=8, first_layers=0, last_layers=0, cp=16),
 ]
 
 
@@ -107,6 +109,7 @@ def test_torchtitan_reads_the_export_back(tmp_path, model, cfg):
     job = ConfigManager().parse_args(["--job.config_file", str(path)])
     par, train = job.parallelism, job.training
     assert (par.tensor_parallel_degree, par.pipeline_parallel_degree) == (cfg.tp, cfg.pp)
+    assert par.context_parallel_degree == cfg.cp
     assert par.data_parallel_shard_degree * par.data_parallel_replicate_degree == cfg.dp
     assert par.data_parallel_shard_degree == (cfg.dp if cfg.zero == 3 else 1)
     if cfg.zero == 3:
