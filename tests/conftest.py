@@ -20,7 +20,6 @@ half a second on 2 cores carries ``@pytest.mark.slow``.
 Shared helpers (a browser driver, network namespaces, the Slurm cluster, answer keys for
 tests) live in ``helpers/``, on the import path of every test.
 """
-import glob
 import os
 import shutil
 import sys
@@ -105,15 +104,19 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def _remove_kept_run_folders(request):
+def _remove_kept_run_folders(request, monkeypatch):
     """A launch that fails keeps its folder, so the user can read the logs its error names
-    (``pplab.runtime.launcher``); a test that makes launches fail on purpose removes the
-    folders it left, so the suite leaves nothing in the temporary directory."""
+    (``pplab.runtime.launcher``); a test that starts torchrun gets a temporary directory of
+    its own (``tempfile`` and ``TMPDIR`` for what it spawns), removed afterwards, so the
+    suite leaves nothing behind and never removes a folder another process is using (a
+    second pytest worker, another run on the machine)."""
     if request.node.get_closest_marker("torchrun") is None:
         yield
         return
-    pattern = os.path.join(tempfile.gettempdir(), "pplab-run-*")
-    before = set(glob.glob(pattern))
-    yield
-    for folder in set(glob.glob(pattern)) - before:
-        shutil.rmtree(folder, ignore_errors=True)
+    own = tempfile.mkdtemp(prefix="pplab-test-")
+    monkeypatch.setattr(tempfile, "tempdir", own)
+    monkeypatch.setenv("TMPDIR", own)
+    try:
+        yield
+    finally:
+        shutil.rmtree(own, ignore_errors=True)

@@ -83,7 +83,7 @@ def test_a_node_killed_mid_job_is_named_and_nothing_is_left(lan, tmp_path):
     while not any("step 1/" in open(os.path.join(tmp_path, d, "progress.log")).read()
                   for d in os.listdir(tmp_path)
                   if os.path.exists(os.path.join(tmp_path, d, "progress.log"))):
-        assert time.monotonic() - t0 < 90, "the job never reached its first step"
+        assert time.monotonic() - t0 < 240, "the job never reached its first step"
         assert procs[0].poll() is None, procs[0].communicate()
         time.sleep(0.3)
     Lan.kill_all(lan.ns["n1"])                 # node 1 loses power

@@ -200,7 +200,7 @@ def test_a_node_killed_mid_job_ends_the_job_and_is_named(slurm, env):
     p = slurm.popen(["srun", "-N2", "pplab", "run", "--schedule", "1f1b", "-P", "4", "-M", "8",
                      "--steps", "8", "--emulate", "--tf", "0.1", "--tb", "0.2",
                      "--timeout", "90"], env=env)
-    tmp, deadline = env["TMPDIR"], time.monotonic() + 120
+    tmp, deadline = env["TMPDIR"], time.monotonic() + 240
     while not any("step 1/" in open(os.path.join(tmp, d, "progress.log")).read()
                   for d in os.listdir(tmp) if os.path.exists(os.path.join(tmp, d, "progress.log"))):
         assert time.monotonic() < deadline and p.poll() is None, p.communicate()

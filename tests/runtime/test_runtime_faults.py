@@ -22,7 +22,7 @@ def _fails(match, timeout=60, **kw):
         run_schedule(timeout=timeout, steps=1, **kw)
     took = time.monotonic() - t0
     print(f"{took:.1f}s: {err.value}")
-    assert took < timeout + 15
+    assert took < timeout + 90      # a limit only a hang reaches, not a busy machine
     left = [p for p in _descendants() if p.pid not in before]
     assert not left, f"child processes left behind: {left}"
     for m in match:
@@ -49,5 +49,6 @@ def test_deadlocking_schedule_names_stuck_ranks():
 
 
 def test_whole_job_timeout_kills_everything():
+    # the run would take over 10 minutes (sleeps), far past the timeout and its margin
     _fails(["did not finish within the 12 s timeout"], schedule_or_name="gpipe", P=2, M=4,
-           emulate=dict(tf=5.0, tb=5.0), timeout=12, comm_timeout=30)
+           emulate=dict(tf=60.0, tb=60.0), timeout=12, comm_timeout=30)
