@@ -114,6 +114,74 @@ def _grad_error() -> str:
             f"process.")
 
 
+@_reveals("01.model-states")
+def _model_states() -> str:
+    from ..memory import get_preset, model_states_bytes
+    lines = ["Per parameter (the ZeRO paper, §3.1): bf16 weights 2 + bf16 gradients 2 + an fp32 "
+             "master copy 4 + Adam's momentum 4 + Adam's variance 4 = 16 bytes; the last three "
+             "(12 bytes) are the optimizer states."]
+    for label, psi in (("70B, rounded", 70e9),
+                       ("Llama 3 70B, exact", get_preset("llama3-70b").num_params())):
+        p, g, o = model_states_bytes(psi)
+        assert p + g + o == 16 * psi
+        lines.append(f"{label:20s} params {p / 1e9:7.1f} GB + grads {g / 1e9:6.1f} GB + "
+                     f"optimizer {o / 1e9:7.1f} GB = {(p + g + o) / 1e9:7.1f} GB = "
+                     f"{(p + g + o) / 80e9:4.1f} × an 80 GB GPU")
+    lines.append("1.12 TB of model states for a 70B model, fourteen 80 GB GPUs' worth before "
+                 "any activation. Even the bf16 weights alone (140 GB) do not fit one GPU: the "
+                 "model must be split.")
+    return "\n".join(lines)
+
+
+@_reveals("01.tp16")
+def _tp16() -> str:
+    from ..memory import get_preset
+    from ..memory.comm import Network
+    m, net = get_preset("llama3-70b").with_(seq=4096), Network()
+    act = m.seq * 1 * m.hidden * 2                       # one s·b·h activation in bf16
+    flops = m.train_flops_per_token() * m.seq / m.layers  # one layer, one microbatch, F + B
+    lines = [f"Llama 3 70B, s = 4096, b = 1: one activation s·b·h is {act / 1e6:.0f} MB; "
+             f"compute at 40% of an H100's bf16 peak (989 TFLOP/s)"]
+    ratio = {}
+    for t in (2, 4, 8, 16):
+        bw = net.intra_node if t <= net.gpus_per_node else net.inter_node
+        per_ar = 2 * (t - 1) / t * act                   # ring all-reduce: bytes sent per GPU
+        comm, compute = 4 * per_ar / bw, flops / t / (0.4 * 989e12)
+        ratio[t] = comm / compute
+        lines.append(f"TP={t:2d}: {'NVLink' if t <= 8 else 'InfiniBand':10s} 4 all-reduces = "
+                     f"{comm * 1e3:5.2f} ms vs compute {compute * 1e3:5.2f} ms per layer per "
+                     f"microbatch")
+    assert max(ratio[t] for t in (2, 4, 8)) < 0.15 and 2.5 < ratio[16] < 3
+    inside = [ratio[t] for t in (2, 4, 8)]
+    lines.append(f"Inside the node the all-reduces cost {min(inside):.0%}–{max(inside):.0%} of "
+                 "the layer's compute; across two nodes they take nearly three times the "
+                 "compute, and they cannot be "
+                 "hidden: the next operation needs the sum. That is why TP stays inside a node, "
+                 "and pipeline parallelism (PP) across nodes and data parallelism (DP) take "
+                 "over beyond it (lesson 09).")
+    return "\n".join(lines)
+
+
+@_reveals("01.dp-copies")
+def _dp_copies() -> str:
+    from ..memory import ParallelConfig, get_preset, memory_report
+    m = get_preset("llama3-70b").with_(seq=4096)
+    lines, peak = [], {}
+    for tp, dp, zero in ((1, 1, 0), (8, 1, 0), (8, 8, 0), (8, 8, 3)):
+        rep = memory_report(m, ParallelConfig(tp=tp, dp=dp, zero=zero, sp=tp > 1,
+                                              recompute="full"))
+        r, peak[tp, dp, zero] = rep.per_rank[0], rep.peak_bytes
+        lines.append(f"TP={tp} DP={dp} ZeRO-{zero}: model states "
+                     f"{(r.params + r.grads + r.optimizer) / 1e9:7.1f} GB + activations "
+                     f"{r.activations / 1e9:5.1f} GB = {rep.peak_bytes / 1e9:7.1f} GB per GPU")
+    assert peak[8, 8, 0] == peak[8, 1, 0] > 80e9 > peak[8, 8, 3]
+    lines.append("Plain DP copies everything, so more replicas do not lower the memory at all "
+                 "(the same GB with DP = 8 as with DP = 1). Sharding the model states over the "
+                 "replicas (ZeRO-3, lesson 07) or splitting the layers over nodes (PP, lessons "
+                 "02–06) is what makes it fit.")
+    return "\n".join(lines)
+
+
 @_reveals("02.naive-makespan")
 def _naive_makespan() -> list:
     from ..draw import draw_timeline
@@ -459,6 +527,22 @@ def _messages_1f1b() -> str:
                      f"(2·M·(P−1) = {2 * M * (P - 1)})")
         assert p2p_messages(sched) == 2 * M * (P - 1)
     return "\n".join(lines)
+
+
+@_reveals("10.nccl-order")
+def _nccl_order() -> str:
+    from ..lower import check_in_order, in_order_plan, up_front_plan
+    sched = make_schedule("1f1b", 2, 4)
+    try:
+        check_in_order(sched, up_front_plan(sched))
+    except ValueError as e:
+        stuck = str(e)
+    else:
+        raise AssertionError("posting every receive up front completed in order")
+    check_in_order(sched, in_order_plan(sched))       # the in-order plan completes
+    return ("1F1B, P = 2, M = 4, played on the strictest in-order model (one queue per rank, "
+            f"every message waits for its partner), receives posted up front: {stuck}.\n"
+            "The in-order plan (pplab/lower.py) completes on the same model.")
 
 
 @_reveals("11.slow-stage", "11.slow-first")

@@ -14,16 +14,15 @@ PENDING_LESSONS = {
     # test_choices.py: no tell in the length of the right option
     "choices": set(),
     # test_lessons_predict.py: nothing around a prediction states its answer (source)
-    "around": {"04", "05", "06", "09", "14"},
+    "around": {"05", "06", "09", "14"},
     # test_run_all.py: Run All shows no answer to an open question (the page)
-    "run-all": {"00", "01", "02", "04", "05", "06", "07", "08", "09", "10", "12",
-                "14"},
+    "run-all": {"05", "06", "07", "09", "12", "14"},
     # test_run_all.py: each guess shows its measurement once, in its own widget
     "reveal-in-place": set(),
     # test_run_all.py: every cell tagged nbval-skip runs its job inside real_job(...)
-    "jobs": {"08", "10", "12"},
+    "jobs": {"12"},
     # test_run_all.py: every prediction's answer comes with its why
-    "explained": {"10"},
+    "explained": set(),
 }
 
 

@@ -36,7 +36,11 @@ QUESTIONS = (
                         "in posting order, so a receive at the head blocks what is behind it."),
                  Option("It runs: NCCL reorders the receives to match the peer's sends",
                         "NCCL matches by the order of operations between each pair of ranks; "
-                        "it does not reorder them."))),
+                        "it does not reorder them.")),
+        explain="PyTorch runs every single send and receive between two ranks on one CUDA "
+                "stream, in posting order. Each rank's stream starts with a receive, and the "
+                "send its peer waits for sits behind it: each waits for the other, for ever. "
+                "gloo matches messages by tag instead, so any posting order completes there."),
     Question(
         "10.q-grad", "quiz", "choice",
         "A run reports grad_max_rel_error = 4e-7. Is the pipeline wrong?",
