@@ -22,6 +22,8 @@ PP_VALUES = (1, 2, 4, 8, 16)
 DP_VALUES = (1, 2, 4, 8, 16, 32, 64)
 GPU_VALUES = (8, 16, 32, 64, 128)
 SEQ_VALUES = (512, 1024, 2048, 4096, 8192)
+#: the recompute canvas goes further: the quadratic attention term takes over at long s
+RECOMPUTE_SEQ_VALUES = SEQ_VALUES + (16384, 32768)
 MEM_SCHEDULES = names(canvas="memory")       # those the planner knows how to extrapolate
 M_RANGE = (1, 32)
 MBS_RANGE = (1, 8)
@@ -321,7 +323,7 @@ def recompute_canvas(preset="gpt3-175b", tp=8, sp="on", seq=2048, mbs=1):
     ctl = {"preset": _dd(w, "model", PRESET_NAMES, preset, "220px"),
            "tp": _dd(w, "TP", TP_VALUES, tp, "110px"),
            "sp": _dd(w, "SP", ("off", "on"), sp, "110px"),
-           "seq": _dd(w, "seq", SEQ_VALUES, seq, "140px"),
+           "seq": _dd(w, "seq", RECOMPUTE_SEQ_VALUES, seq, "140px"),
            "mbs": _int(w, "b", mbs, MBS_RANGE, "200px")}
     return build_canvas(render_recompute, ctl, [w.HBox(list(ctl.values()))], {"draw": "scene"})
 
@@ -359,4 +361,5 @@ def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):
 __all__ = ["render_memory", "render_fsdp", "render_recompute", "render_layout", "render_plan",
            "memory_canvas", "fsdp_canvas", "recompute_canvas", "layout_canvas", "plan_canvas",
            "plan_table", "recompute_rows", "memory_config", "PRESET_NAMES", "TP_VALUES",
-           "PP_VALUES", "DP_VALUES", "GPU_VALUES", "SEQ_VALUES", "MEM_SCHEDULES", "RECOMPUTE"]
+           "PP_VALUES", "DP_VALUES", "GPU_VALUES", "SEQ_VALUES", "RECOMPUTE_SEQ_VALUES",
+           "MEM_SCHEDULES", "RECOMPUTE"]

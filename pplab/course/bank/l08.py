@@ -13,12 +13,16 @@ def _saving(recompute: str) -> float:
 QUESTIONS = (
     Question(
         "08.layer-gb", "predict", "number",
-        "One Llama-3-70B-sized layer (s = 4096, b = 1, h = 8192, a = 64), 16-bit activations, "
-        "no parallelism, no recomputation. GB kept for the backward?",
+        "A GPT-style layer as Korthikanti et al. count it (LayerNorm, dropout, the attention "
+        "scores stored, a 4h MLP) at Llama-3-70B's size: s = 4096, b = 1, h = 8192, a = 64 "
+        "heads; 16-bit activations, no parallelism, no recomputation. GB kept for the backward?",
         answer=lambda: layer_activation_bytes(4096, 1, 8192, 64) / 1e9, unit="GB",
         source="Korthikanti et al.'s formula",
         traps=((2.82, "2.82 GB is b·s·(10h + a·s)·2, the estimate of the article Pipeline "
-                      "Parallelism: From GPipe to DualPipe, which drops most terms."),),
+                      "Parallelism: From GPipe to DualPipe, which drops most terms."),
+               (1.12, "About 1.1 GB is what a Llama-style layer of this size keeps "
+                      "(FlashAttention, no dropout, SwiGLU): right for a modern layer, but this "
+                      "one stores the a·s² scores and the dropout masks.")),
         explain="s·b·h·(34 + 5·a·s/h): the attention term 5·a·s/h = 160 dominates the 34."),
     Question(
         "08.selective", "predict", "number",
@@ -30,24 +34,27 @@ QUESTIONS = (
     Question(
         "08.full-saving", "predict", "number",
         "Same layer, GPT-3 175B with TP = 8 and SP. Full recomputation keeps only each layer's "
-        "input and re-runs the whole forward in the backward. What share of the activation "
-        "memory does it save, in %?",
+        "input, whole on every rank as Korthikanti et al.'s Table 2 counts it, and re-runs the "
+        "whole forward in the backward. What share of the activation memory does it save, in %?",
         answer=lambda: _saving("full"), unit="%", source="Korthikanti et al.'s formula",
-        traps=((100.0, "The layer's input stays, 2 bytes a value, sharded by SP."),
-               (100 * 80 / 114, "That is selective recomputation; full keeps even less.")),
-        explain="It keeps only the layer's input, 2 bytes a value sharded over the 8 TP ranks: "
-                "2 of the 14.25 bytes per token and hidden unit that TP + SP keep without "
-                "recomputation."),
+        traps=((100.0, "The layer's input stays, 2 bytes a value on every rank."),
+               (100 * 80 / 114, "That is selective recomputation; full keeps even less."),
+               (100 * (1 - 0.25 / 14.25), "That shards the kept input over the 8 ranks, as "
+                                          "SP could; Table 2 keeps it whole on every rank.")),
+        explain="It keeps only the layer's input, 2 bytes a value, whole on every rank as "
+                "Table 2 counts it: 2 of the 14.25 bytes per token and hidden unit that "
+                "TP + SP keep without recomputation."),
     Question(
         "08.q-tp-not", "quiz", "choice",
         "Which part of a layer's activations does TP alone not divide?",
-        options=(Option("The LayerNorm and dropout inputs outside the TP region",
-                        "10·s·b·h, replicated on every TP rank; sequence parallelism splits "
-                        "them along the sequence.", True),
-                 Option("The attention scores of the heads each rank holds",
+        options=(Option("LayerNorm inputs, dropout masks, QKV and first-MLP matmul inputs",
+                        "10·s·b·h (4 + 2 + 4, Korthikanti et al. §4.2.1), whole on every TP "
+                        "rank; sequence parallelism splits them along the sequence.", True),
+                 Option("The attention scores and softmax outputs of each rank's heads",
                         "TP splits the heads, so the scores too."),
-                 Option("The inputs of the MLP's two matrix multiplies",
-                        "They sit inside the TP region: each rank keeps its share."))),
+                 Option("The inputs of the output projection and of the second MLP matmul",
+                        "They are the outputs of column-parallel matmuls: each rank keeps its "
+                        "1/t share."))),
     Question(
         "08.q-double-s", "quiz", "choice",
         "Doubling s at fixed b: how do the no-recompute and selective rows scale?",
