@@ -52,50 +52,65 @@ class Transfer(NamedTuple):
 _START_END = attrgetter("start", "end")
 
 
+class InflightWalk(NamedTuple):
+    """``inflight_walk``'s answer, one entry per part of each op of a run order."""
+    levels: list[float]          # the weight alive after it
+    whole: list[int]             # activations alive whole after it
+    waiting: list[int]           # activations waiting for their W after it
+    op_last: list[int]           # per op, the index of its last part
+
+
 def inflight_walk(ops: Iterable[Op], full: dict[int, float] | None = None,
-                  pending_w: dict[int, float] | None = None):
+                  pending_w: dict[int, float] | None = None) -> InflightWalk:
     """The in-flight rule, the one place it is written (the timeline, the scene's in-flight
     lines and the memory accounting all walk a run order through it).
 
     A forward leaves its activation alive until the backward that consumes it has finished:
     a ``B`` frees it; a split backward's ``I`` keeps it, shrunk to ``pending_w[stage]``
     (default: unchanged), until its ``W`` frees that. ``full`` maps a stage to what one
-    activation counts (default 1). Yields after every part of every op (so an overlapped
-    pair's forward counts before its backward frees) ``(level, whole, waiting, op_ends)``:
-    the weight alive, the activations alive whole, those waiting for their ``W``, and
-    whether this part ends its op.
+    activation counts (default 1). Read after every part of every op, so an overlapped
+    pair's forward counts before its backward frees.
     """
     whole: set = set()
     waiting: set = set()
-    level = 0.0
+    level, n_whole, n_waiting = 0.0, 0, 0
+    levels, wholes, waitings, op_last = [], [], [], []
+    add_level, add_whole, add_waiting = levels.append, wholes.append, waitings.append
     for op in ops:
-        parts = op.parts
-        last = parts[-1]
-        for a in parts:
-            key = (a.stage, a.microbatch)
+        for a in op.parts:
             kind = a.kind
             w = 1.0 if full is None else full[a.stage]
             if kind == "F":
-                whole.add(key)
+                whole.add((a.stage, a.microbatch))
                 level += w
-            elif kind == "I" and key in whole:
-                whole.discard(key)
-                waiting.add(key)
-                if pending_w is not None:
-                    level += pending_w[a.stage] - w
-            elif kind == "W" and key in waiting:
-                waiting.discard(key)
-                level -= w if pending_w is None else pending_w[a.stage]
-            elif kind in ("B", "W") and key in whole:
-                whole.discard(key)
-                level -= w
-            yield level, len(whole), len(waiting), a is last
+                n_whole = len(whole)
+            else:
+                key = (a.stage, a.microbatch)
+                if kind == "I" and key in whole:
+                    whole.remove(key)
+                    waiting.add(key)
+                    n_whole, n_waiting = n_whole - 1, n_waiting + 1
+                    if pending_w is not None:
+                        level += pending_w[a.stage] - w
+                elif kind == "W" and key in waiting:
+                    waiting.remove(key)
+                    n_waiting -= 1
+                    level -= w if pending_w is None else pending_w[a.stage]
+                elif kind in ("B", "W") and key in whole:
+                    whole.remove(key)
+                    n_whole -= 1
+                    level -= w
+            add_level(level)
+            add_whole(n_whole)
+            add_waiting(n_waiting)
+        op_last.append(len(levels) - 1)
+    return InflightWalk(levels, wholes, waitings, op_last)
 
 
 def inflight_profile(ops: Iterable[Op], weights: dict[int, float] | None = None) -> list[float]:
     """Activations alive after each part of each op of one rank's run order (``inflight_walk``;
     ``weights`` maps a stage to how much one of its activations counts, default 1)."""
-    return [level for level, _, _, _ in inflight_walk(ops, weights)]
+    return inflight_walk(ops, weights).levels
 
 
 def peak_inflight_of(schedule: Schedule, stage_equivalents: bool = False) -> list[float]:
@@ -393,7 +408,7 @@ def op_kinds(op_keys) -> list[str]:
 def _kind_delta(kind: str) -> int:
     """What one ``kind`` part does to the count of activations alive, read off the rule."""
     walk = inflight_walk([parse_op("0F0"), parse_op(f"0{kind}0")])
-    return int(list(walk)[-1][0]) - 1
+    return int(walk.levels[-1]) - 1
 
 
 #: per kind code, what an op does to its rank's live activations (F +1, B -1, I 0, W -1):

@@ -190,7 +190,8 @@ def timeline_scene(tl, title: str | None = None) -> dict:
 def levels(ops) -> list[int]:
     """Activations alive after each op (the timeline's in-flight rule: F adds one; B, or W
     after a split backward, frees it)."""
-    return [whole + waiting for _, whole, waiting, op_ends in inflight_walk(ops) if op_ends]
+    walk = inflight_walk(ops)
+    return [walk.whole[i] + walk.waiting[i] for i in walk.op_last]
 
 
 def inflight_panel(tl) -> dict:

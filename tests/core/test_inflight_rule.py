@@ -15,18 +15,18 @@ def _ops(text: str):
 
 def test_the_rule_on_a_split_backward():
     # F0 F1 alive (2 + 2); I0 shrinks mb 0 to its pending W (0.5); W0 frees that; B1 frees mb 1
-    walk = list(inflight_walk(_ops("0F0 0F1 0I0 0W0 0B1"), {0: 2.0}, {0: 0.5}))
-    assert [w[:3] for w in walk] == [(2.0, 1, 0), (4.0, 2, 0), (2.5, 1, 1), (2.0, 1, 0),
-                                     (0.0, 0, 0)]
+    walk = inflight_walk(_ops("0F0 0F1 0I0 0W0 0B1"), {0: 2.0}, {0: 0.5})
+    assert list(zip(walk.levels, walk.whole, walk.waiting)) == [
+        (2.0, 1, 0), (4.0, 2, 0), (2.5, 1, 1), (2.0, 1, 0), (0.0, 0, 0)]
     # without a pending size an I frees nothing: the W still needs the forward's inputs
-    assert [w[0] for w in inflight_walk(_ops("0F0 0I0 0W0"))] == [1.0, 1.0, 0.0]
+    assert inflight_walk(_ops("0F0 0I0 0W0")).levels == [1.0, 1.0, 0.0]
     assert levels(_ops("0F0 0F1 0I0 0W0 0B1")) == [1, 2, 2, 1, 0]
 
 
 def test_an_overlapped_pair_counts_its_forward_before_its_backward_frees():
     pair = parse_op("(0F1;0B0)")
-    walk = list(inflight_walk([parse_op("0F0"), pair]))
-    assert [(w[0], w[3]) for w in walk] == [(1.0, True), (2.0, False), (1.0, True)]
+    walk = inflight_walk([parse_op("0F0"), pair])
+    assert (walk.levels, walk.op_last) == ([1.0, 2.0, 1.0], [0, 2])
     assert levels([parse_op("0F0"), pair]) == [1, 1]       # the scene's lines: after each op
 
 
