@@ -176,7 +176,7 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     n_ar = 4 + (2 if cfg.recompute == "full" else 0)      # TP all-reduces per layer, F+B
     ring = cp_layer_bytes(model, cfg, seq) / bw["cp"]     # CP's keys and values, F+B
     # TP (and CP) traffic stretches every op
-    scale = 1 + layers_per_rank * (n_ar * ar + ring) / (tf + tb)
+    scale = 1 + (n_ar * layers_per_rank * ar + layers_per_rank * ring) / (tf + tb)
     tf_all, tb_all = tf * scale, tb * scale
     p2p = act / t / bw["pp"] if cfg.pp > 1 else 0.0
     key = small_key(cfg)

@@ -1,0 +1,27 @@
+"""The published-runs table in docs/memory.md is what pplab computes now, row by row."""
+import re
+from pathlib import Path
+
+import pytest
+
+from pplab.memory import published_runs
+
+
+@pytest.mark.slow
+def test_docs_table_is_regenerated_from_the_models():
+    doc = (Path(__file__).parents[2] / "docs" / "memory.md").read_text()
+    table = re.search(r"<!-- published-runs -->\n(.*?)\n<!-- /published-runs -->", doc, re.S)
+    assert table, "the published-runs table is missing from docs/memory.md"
+    assert table.group(1) == published_runs.markdown()
+
+
+def test_the_runs_pplab_cannot_state_say_why():
+    assert "DeepSeek-V3 671B, 2,048 H800" in published_runs.NOT_EXPRESSIBLE
+    assert "expert parallelism" in published_runs.NOT_EXPRESSIBLE["DeepSeek-V3 671B, 2,048 H800"]
+
+
+def test_llama3_cp_row_is_stated_like_the_others():
+    from pplab.memory.published_run import TABLE4
+    model, cfg = published_runs.llama3_cp_layout(TABLE4[2])
+    assert (cfg.tp, cfg.cp, cfg.pp, cfg.dp, cfg.num_gpus) == (8, 16, 16, 8, 16384)
+    assert model.seq == 131072 and cfg.microbatches == TABLE4[2].batch_per_dp
