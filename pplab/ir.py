@@ -23,6 +23,7 @@ from typing import Iterator, Sequence, Union
 from . import keys
 from .keys import KINDS
 
+#: each kind's name in words, for legends and messages
 KIND_NAMES = {"F": "forward", "B": "backward", "I": "backward (inputs)",
               "W": "backward (weights)", "FB": "overlapped forward+backward"}
 
@@ -40,6 +41,7 @@ class Action:
 
     @property
     def parts(self) -> tuple["Action", ...]:
+        """Its parts: itself (an Overlap has two), so a walk over ``op.parts`` reads both alike."""
         return (self,)
 
     def __str__(self) -> str:
@@ -60,6 +62,7 @@ class Overlap:
 
     @property
     def parts(self) -> tuple[Action, Action]:
+        """The forward, then the backward: the order the in-flight rule counts them in."""
         return (self.forward, self.backward)
 
     def __str__(self) -> str:
@@ -83,6 +86,7 @@ class Comm:
 
     @property
     def is_send(self) -> bool:
+        """True for the sending half of the message."""
         return self.kind.startswith("SEND")
 
     @property
@@ -99,6 +103,7 @@ class Comm:
         return f"{self.stage}{self.kind}{self.microbatch}"
 
 
+#: one entry of a rank's run order: an action, or an overlapped pair run as one unit
 Op = Union[Action, Overlap]
 
 
@@ -116,7 +121,8 @@ def gc_paused():
     finally:
         if was_on:
             gc.enable()
-Item = Union[Action, Overlap, Comm]      # one entry of a lowered rank list
+#: one entry of a lowered rank list: compute or one side of a message
+Item = Union[Action, Overlap, Comm]
 _ACTION_RE = re.compile(r"^\s*(\d+)\s*([FBIW])\s*(\d+)\s*$")
 _OVERLAP_RE = re.compile(r"^\s*\(([^;()]+);([^;()]+)\)\s*(OVERLAP_F_B)?\s*$")
 _COMM_RE = re.compile(r"^\s*(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)\s*$")
@@ -162,32 +168,40 @@ class Schedule:
     # ---- shape -------------------------------------------------------------------------
     @property
     def P(self) -> int:
+        """Pipeline ranks (the papers' P)."""
         return self.num_ranks
 
     @property
     def M(self) -> int:
+        """Microbatches per step, over all copies (the papers' M)."""
         return self.num_microbatches
 
     @property
     def V(self) -> int:
+        """Stages (chunks) per rank and copy: 1, or V when interleaved."""
         return self.virtual
 
     @property
     def num_stages(self) -> int:
+        """Stages of all copies together."""
         return len(self.stage_to_rank)
 
     @cached_property
     def stages_per_copy(self) -> int:            # asked for every action the simulator runs
+        """Stages one copy of the model is cut into (all of them unless DualPipe)."""
         return self.num_stages // self.copies
 
     @property
     def microbatches_per_copy(self) -> int:
+        """Microbatches each copy sees (DualPipe's copies share M)."""
         return self.num_microbatches // self.copies
 
     def stages_of_rank(self, rank: int) -> list[int]:
+        """The stages placed on ``rank``, in stage order."""
         return [s for s, r in enumerate(self.stage_to_rank) if r == rank]
 
     def copy_of(self, stage: int) -> int:
+        """Which copy of the model ``stage`` belongs to (0 unless DualPipe)."""
         return stage // self.stages_per_copy
 
     def position(self, stage: int) -> int:
@@ -195,13 +209,27 @@ class Schedule:
         return stage % self.stages_per_copy
 
     def is_first(self, stage: int) -> bool:
+        """Whether ``stage`` holds its copy's embedding (its input comes from data)."""
         return self.position(stage) == 0
 
     def is_last(self, stage: int) -> bool:
+        """Whether ``stage`` holds its copy's loss (its backward starts the chain)."""
         return self.position(stage) == self.stages_per_copy - 1
 
+    @property
+    def stage_share(self) -> float:
+        """Share of one rank's layers (L/P) that each stage holds: P / stages per copy, 1/V
+        when interleaved. The same for every stage, because a pplab schedule splits a
+        copy's layers evenly over its stages (uneven splits live in the memory model)."""
+        return self.num_ranks / self.stages_per_copy
+
     def chunk_fraction(self, stage: int) -> float:
-        """Share of one rank's layers (L/P) that this stage holds: 1/V when interleaved."""
+        """``stage_share``, asked of one stage: the simulator and the memory model weigh
+        each stage's work and activations by it. ValueError for a stage the schedule lacks,
+        so a wrong stage is an error rather than a plausible answer."""
+        if not 0 <= stage < len(self.stage_to_rank):
+            raise ValueError(f"{self.name} has stages 0..{len(self.stage_to_rank) - 1}, "
+                             f"not {stage}")
         return self.num_ranks / self.stages_per_copy
 
     def global_microbatch(self, stage: int, microbatch: int) -> int:
@@ -248,10 +276,12 @@ class Schedule:
 
     @property
     def num_actions(self) -> int:
+        """Actions over all ranks, a pair's two halves counted apart."""
         return sum(len(op.parts) for ops in self.ranks for op in ops)
 
     # ---- text ----------------------------------------------------------------------------
     def rank_texts(self) -> list[list[str]]:
+        """Each rank's ops as text (``0F1``, ``(0F3;5B1)``), the form files and jobs carry."""
         return [[str(op) for op in ops] for ops in self.ranks]
 
     def to_text(self) -> str:
@@ -317,6 +347,7 @@ class Schedule:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Schedule":
+        """Back from ``to_dict`` (the runtime's job file, a saved schedule)."""
         ranks = tuple(tuple(parse_op(t) for t in row) for row in d["ranks"])
         return cls(d["name"], int(d["P"]), int(d["M"]), tuple(d["stage_to_rank"]), ranks,
                    int(d.get("V", 1)), int(d.get("copies", 1)))
@@ -360,6 +391,7 @@ class Schedule:
 
 
 def action_key(a: Action) -> int:
+    """The integer key (``pplab.keys``) the simulator knows ``a`` by."""
     return keys.key_of(a.kind, a.stage, a.microbatch)
 
 
@@ -420,13 +452,16 @@ class KeyedSchedule(Schedule):
 
     @cached_property
     def ranks(self) -> tuple[tuple[Op, ...], ...]:
+        """Each rank's ops, made from the keys on first read (the keys stay the source)."""
         with gc_paused():
             return tuple(tuple(map(op_of_key, row)) for row in self._keys)
 
     def rank_keys(self) -> tuple[list, ...]:
+        """The keys the schedule was given, as they were given."""
         return self._keys
 
     def stream_runs(self) -> tuple[dict, ...] | None:
+        """The stream positions the generator gave (``from_keys(streams=...)``)."""
         return self._streams
 
     def __eq__(self, other):

@@ -26,9 +26,11 @@ class Event(NamedTuple):
 
     @property
     def duration(self) -> float:
+        """Seconds (or cost units, simulated) the op ran."""
         return self.end - self.start
 
     def to_dict(self) -> dict:
+        """JSON form; the op as its text (``0F1``)."""
         return {"rank": self.rank, "action": str(self.op), "start": self.start, "end": self.end}
 
 
@@ -45,6 +47,7 @@ class Transfer(NamedTuple):
     end: float
 
     def to_dict(self) -> dict:
+        """JSON form, as ``Timeline.to_dict`` writes it."""
         return {"src": self.src, "dst": self.dst, "kind": self.kind, "what": self.what,
                 "start": self.start, "end": self.end}
 
@@ -220,14 +223,17 @@ class Timeline:
 
     @property
     def start(self) -> float:
+        """When the first op starts (0 for a measured step, which is shifted there)."""
         return self._extent()[0]
 
     @property
     def makespan(self) -> float:
+        """First start to last end: one step's time, the figure every bubble metric divides."""
         start, end, _ = self._extent()
         return end - start
 
     def rank_events(self, rank: int) -> list[Event]:
+        """``rank``'s events in the order they ran (``events_by_rank`` for all ranks at once)."""
         return sorted((e for e in self.events if e.rank == rank), key=_START_END)
 
     def events_by_rank(self) -> list[list[Event]]:
@@ -249,6 +255,7 @@ class Timeline:
 
     @property
     def busy(self) -> list[float]:
+        """Per rank, the time its ops ran (compute only, not transfers)."""
         return self._extent()[2]
 
     def _capacity_and_work(self) -> tuple[float, float]:
@@ -259,16 +266,19 @@ class Timeline:
 
     @property
     def idle(self) -> float:
+        """Rank-time spent waiting: P × makespan − Σ busy, the bubble in time units."""
         capacity, work = self._capacity_and_work()
         return capacity - work
 
     @property
     def bubble_fraction(self) -> float:
+        """idle ÷ (P × makespan): GPipe's bubble, (P−1)/(M+P−1) for GPipe."""
         capacity, work = self._capacity_and_work()
         return (capacity - work) / capacity if capacity > 0 else 0.0
 
     @property
     def bubble_ratio(self) -> float:
+        """idle ÷ busy: Megatron-LM's bubble, (P−1)/M for GPipe."""
         capacity, work = self._capacity_and_work()
         return (capacity - work) / work if work > 0 else 0.0
 
@@ -306,12 +316,15 @@ class Timeline:
                 for evs in self.events_by_rank()]
 
     def rank_order(self, rank: int) -> list[str]:
+        """``rank``'s ops as text in the order they ran: what to compare with its schedule row."""
         return [str(e.op) for e in self.rank_events(rank)]
 
     def rank_orders(self) -> list[list[str]]:
+        """``rank_order`` for every rank, in one pass over the events."""
         return [[str(e.op) for e in evs] for evs in self.events_by_rank()]
 
     def metrics(self) -> dict:
+        """The figures the CLI's ``--json`` and a run's result report, by name."""
         return {"makespan": self.makespan, "bubble_fraction": self.bubble_fraction,
                 "bubble_ratio": self.bubble_ratio,
                 "bubble_rate_span": self.bubble_rate_span, "busy": self.busy,
@@ -319,12 +332,14 @@ class Timeline:
 
     # ---- conversion ----------------------------------------------------------------------
     def shifted(self, offset: float) -> "Timeline":
+        """A copy with every event and transfer moved by ``offset`` (measured steps start at 0)."""
         moved = [Event(e.rank, e.op, e.start + offset, e.end + offset) for e in self.events]
         xfers = [t._replace(start=t.start + offset, end=t.end + offset) for t in self.transfers]
         return Timeline(self.num_ranks, moved, self.source, self.schedule, dict(self.meta),
                         xfers)
 
     def to_dict(self) -> dict:
+        """JSON form, times from the first start; ``from_dict`` reads it back."""
         t0 = self.start
         out = {"source": self.source, "num_ranks": self.num_ranks, **self.metrics(),
                "ranks": self.rank_orders(),
@@ -366,6 +381,7 @@ class Timeline:
 
     @classmethod
     def from_dict(cls, d: dict, schedule: Schedule | None = None) -> "Timeline":
+        """Back from ``to_dict`` (a saved or published run), with ``schedule`` if known."""
         events = [Event(int(e["rank"]), parse_op(e["action"]), float(e["start"]), float(e["end"]))
                   for e in d["events"]]
         xfers = [Transfer(int(t["src"]), int(t["dst"]), t["kind"], t["what"],
