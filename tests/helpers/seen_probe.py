@@ -43,8 +43,12 @@ def _output_texts(outputs, out):
 def widget_texts() -> list[str]:
     """The text of every live widget, in creation order."""
     from ipywidgets.widgets.widget import _instances
+    widgets = list(_instances.values())
+    # the progress table holds lesson numbers and counts, never an answer ("12" is lesson 12)
+    progress = {id(c) for w in widgets if "pplab-progress" in getattr(w, "_dom_classes", ())
+                for c in w.children}
     out = []
-    for w in list(_instances.values()):
+    for w in (w for w in widgets if id(w) not in progress):
         for attr in ("description", "value", "placeholder"):
             v = getattr(w, attr, None)
             if isinstance(v, str) and v:

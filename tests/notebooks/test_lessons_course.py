@@ -92,7 +92,7 @@ def test_corrected_errors_are_stated():
     for lesson in ("06", "07"):
         assert "a little longer." not in _text(lesson).replace('"a little longer"', "")
     assert "the other ranks hold less" not in _text("05")
-    assert "(P−1)/V more than under 1F1B" in _text("05").replace("\n", " ")
+    assert "next to (P−1)/V" in _text("05").replace("\n", " ")
     assert "dropout output (2 bytes)" in _text("08") and "2 + 2 + 1" not in _text("08")
     assert "96·B·s·L·h²" in _text("08") and "Narayanan et al. 2021, §5.1" in _text("08")
     assert "Llama 3 70B has grouped-query attention" in _text("07")
@@ -102,10 +102,12 @@ def test_corrected_errors_are_stated():
 
 
 def test_corrections_have_their_measurements():
-    assert "7/8 = 87.5% at P = 8" in _text("02") and "(2 * P - 1)) > 0.15" in _text("02")
     import inspect
 
     from pplab.course import reveals      # each check runs when its guess is committed
+    naive = inspect.getsource(reveals._naive_idle)
+    assert "7/8 = 87.5% at P = 8" in naive and "(2 * P - 1)) > 0.15" in naive
+    assert 'ask("02.naive-idle-p8")' in _text("02")
     assert 'ask("03.smallest-m")' in _text("03") and \
         "smallest_M(8, 0.20) == 4 * 7 + 1" in inspect.getsource(reveals._smallest_m)
     assert 'ask("03.remat-cost")' in _text("03")

@@ -24,12 +24,17 @@ def _outputs(lesson):
 def test_gpipe_lesson_names_its_sources():
     text = _text("03")
     assert "AmoebaNet-B(18, 512)" in text and "AmoebaNet-D image classifier" not in text
-    assert "about a quarter" not in text and "Korthikanti et al. (2022, *Reducing Activation " \
-        "Recomputation in Large Transformer Models*, Table 4)" in text
-    assert "(P − 1) slots of `tb` at the end" not in text
-    out = _outputs("03")
-    assert "6.56x" in out and "AmoebaNet   measured 3.48x = 53% of that" in out
-    assert "   3               3              0           6" in out     # r·tf, (P−1−r)(tf+tb), r·tb
+    assert "about a quarter" not in text and "(P − 1) slots of `tb` at the end" not in text
+    from pplab.course.reveals import measurement_text
+    cost = measurement_text("03.remat-cost")       # Table 4 is one 22B layer; ~36% is §6.2
+    assert "22B" in cost and "Table 4" in cost and "§6.2, Figure 8" in cost
+    assert "scheduled earlier" in cost and "+36% at 530B" not in cost
+    out = _outputs("03")                            # GPipe's whole Table 2 beside the model
+    assert " 4  8           2.91                    1.72             4.80" in out
+    assert "32  8           6.56                    3.48             6.30" in out
+    assert "within 4%" not in text and "batch sizes" in text
+    bubble = measurement_text("03.gpipe-bubble")   # r·tf, (P−1−r)(tf+tb), r·tb
+    assert "   3               3              0           6" in bubble
 
 
 def test_dualpipe_told_once_the_same_way():

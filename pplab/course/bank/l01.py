@@ -33,7 +33,7 @@ QUESTIONS = (
                         "TP is: the bytes do not shrink with TP."),
                  Option("Nearly three times the compute: the slow link dominates the layer",
                         "And the next operation waits for each sum.", True)),
-        explain="The cell below prints 4 all-reduces against compute for TP = 2 … 16."),
+        explain="The measurement prints 4 all-reduces against compute for TP = 2 … 16."),
     Question(
         "01.dp-copies", "predict", "number",
         "Llama 3 70B with TP = 8 and DP = 8, plain data parallelism (ZeRO-0), full "

@@ -18,16 +18,16 @@ QUESTIONS = (
         options=(Option("About 2×: every forward now runs twice",
                         "The forward runs twice, but the backward, twice as long, runs once: "
                         "3 → 4 units."),
-                 Option("About +33%: one forward more per three units",
+                 Option("About a third more: one forward more per three units",
                         "One extra forward on top of F + B = 3 units.", True),
-                 Option("About +5%: it re-runs only the attention core",
+                 Option("About a twentieth more: it re-runs only the attention core",
                         "That is roughly selective recomputation (lesson 08); GPipe re-runs "
                         "the whole partition."),
                  Option("Nothing: the re-run hides in the pipeline's idle time",
-                        "The re-run sits on the critical path of every backward.")),
-        explain="The simulator with tb = 3 (2 + the re-run forward) instead of 2 gives a step "
-                "33% longer at large M; Korthikanti et al. measured +36–39% for full "
-                "recomputation of GPT layers (their Table 4)."),
+                        "Some of its time can hide, if it is scheduled before its gradient "
+                        "arrives; its compute, one forward per microbatch, is still done.")),
+        explain="Each microbatch's F + B = 3 units gain one forward: 4 units of compute. How "
+                "much of that lengthens the step depends on when the re-runs are scheduled."),
     Question(
         "03.forget-1-over-m", "predict", "choice",
         "You accumulate gradients over M = 4 microbatches but forget to scale each loss by 1/M. "
@@ -39,7 +39,9 @@ QUESTIONS = (
                         "Four mean-loss gradients are summed instead of averaged.", True),
                  Option("a quarter of the full-batch one: each loss is too small",
                         "Each microbatch's loss is its own mean; nothing divides it again.")),
-        explain="The relative error printed by accumulation_error is M − 1 = 3 without 1/M."),
+        explain="Each microbatch's loss is already a mean over its own samples; summing four "
+                "such gradients without 1/M gives four times their mean, a relative error of "
+                "M − 1 = 3."),
     Question(
         "03.q-two-denominators", "quiz", "number",
         "P = 8, M = 12, GPipe. What share of the hardware-time is idle (÷ total, in %)?",

@@ -10,7 +10,7 @@ QUESTIONS = (
         "forwards (F0…F3) and backwards (B0…B3) in the order it runs them.",
         answer=lambda: order_rows(make_schedule("1f1b", 3, 4)), source="pplab's 1F1B",
         explain="Each rank starts with a few forwards, then alternates one forward and one "
-                "backward, then drains its backwards; the cell below prints every rank's row."),
+                "backward, then drains its backwards; the measurement shows every rank's row."),
     Question(
         "04.peaks", "predict", "choice",
         "1F1B with P = 6 ranks and only M = 4 microbatches. How many microbatches' activations "
@@ -51,13 +51,13 @@ QUESTIONS = (
                  Option("M = 4: small microbatches leave the GPU's matmuls half idle",
                         "The fitted cost does grow with M, but M = 4 still has twice M = 8's "
                         "bubble.")),
-        explain="The reveal fits the fixed cost to the guide's two step times and sweeps M."),
+        explain="The measurement fits the fixed cost to the guide's two step times and sweeps M."),
     Question(
         "04.q-switch", "quiz", "choice",
-        "You switch GPipe to 1F1B at P = 4, M = 16. What happens?",
-        options=(Option("Same makespan; rank 0 holds 4 microbatches instead of 16",
+        "You switch GPipe to 1F1B at P = 4, M = 12. What happens?",
+        options=(Option("Same makespan; rank 0 holds 4 microbatches instead of 12",
                         "Same bubble, min(P − r, M) in flight.", True),
-                 Option("Shorter makespan; every rank still holds all 16 of them",
+                 Option("Shorter makespan; every rank still holds all 12 of them",
                         "The bubble is the same; the memory changes."),
                  Option("Same makespan; every rank holds 4 microbatches at its peak",
                         "Only rank 0 holds P; rank r holds P − r."))),
