@@ -27,17 +27,19 @@ QUESTIONS = (
         "pplab's interleaved 1F1B and torch's ScheduleInterleaved1F1B at P = 2, M = 4, V = 2: "
         "do the per-rank orders agree?",
         options=(Option("Yes, action for action on both ranks",
-                        "torch's interleaved schedule groups microbatches in rounds of P, like "
-                        "Megatron's and pplab's.", True),
+                        "Here torch's interleaved schedule groups microbatches in rounds of "
+                        "P, like Megatron-LM's and pplab's.", True),
                  Option("Same actions, some of them in another order",
                         "Not at this size: the benchmark prints \"same order\" on both ranks; "
-                        "both group microbatches in rounds of P."),
+                        "here both group microbatches in rounds of P."),
                  Option("No, torch runs a different set of actions",
                         "Both run every F and B of every chunk once, and here in the same "
                         "order.")),
         source="a real run",
         explain="The benchmark compares the orders rank by rank and the gradients with one "
-                "process."),
+                "process: it prints \"rank 0: same order\", \"rank 1: same order\" and a "
+                "gradient error near 4e-07 for both runtimes (float round-off). At M = 4, P = 2 "
+                "torch's rounds are P microbatches, Megatron-LM's and pplab's grouping."),
     Question(
         "12.q-reshard", "quiz", "choice",
         "FSDP2 inside torch's PipelineStage, 1F1B with M microbatches, default "
