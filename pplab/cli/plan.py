@@ -58,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     n.add_argument("--zero3-regather", default="per_microbatch", choices=ZERO3_REGATHER,
                    help="ZeRO-3 under PP: gather for every F and B, or keep the parameters "
                         "gathered for the step (default: %(default)s)")
-    n.add_argument("--schedule", default=None, metavar="NAME",
+    n.add_argument("--schedule", "-s", default=None, metavar="NAME",
                    help="pipeline schedule (default: 1f1b, interleaved when -V > 1)")
     n.add_argument("-V", type=int, default=None,
                    help="stages per pipeline rank (default: the schedule's)")

@@ -76,6 +76,8 @@ DIFFERENT = {
     ("grade", "--seed"): "drawn at grading time: students must not know it",
     ("memory", "--schedule"): "a layout always has one: 1F1B, Megatron-LM's",
     ("simulate", "--schedule"): "none: --file may give the schedule instead",
+    ("plan", "-M"): "a named layout's M follows from the global batch unless given",
+    ("plan", "--schedule"): "a named layout's: 1F1B, or interleaved when -V > 1",
 }
 
 
