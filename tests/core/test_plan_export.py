@@ -10,8 +10,8 @@ Sources of the names (facts, cited; no code copied):
   layers_per_stage); single-stage schedules take 1 stage per rank, the others ≥ 2).
 * Megatron-LM: ``megatron/training/arguments.py`` (its ``parse_args``/``validate_args`` read
   the export back where that source is installed; no registry release ships it, so that test
-  skips saying so, and megatron-core's ``TransformerConfig`` checks the layout meanwhile) — ``_add_network_size_args``
-  (--num-layers, --hidden-size, --ffn-hidden-size, --num-attention-heads,
+  skips saying so, and megatron-core's ``TransformerConfig`` checks the layout meanwhile)
+  — ``_add_network_size_args`` (--num-layers, --hidden-size, --ffn-hidden-size, --num-attention-heads,
   --group-query-attention, --num-query-groups, --max-position-embeddings,
   --position-embedding-type, --normalization, --swiglu, --untie-embeddings-and-output-weights),
   ``_add_training_args`` (--micro-batch-size, --global-batch-size, --recompute-granularity
