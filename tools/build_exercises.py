@@ -25,14 +25,16 @@ from pplab.grading.course import release_changes  # noqa: E402
 
 
 def execute_lesson(path: Path, timeout: int = 300) -> None:
-    """Execute a lesson notebook in its own folder; keep only ``# NBVAL_CHECK_OUTPUT`` outputs
-    (other cells are saved unexecuted: nbval does not compare them)."""
+    """Execute a lesson notebook in its own folder; keep only the outputs of cells tagged
+    ``nbval-check-output`` (other cells are saved unexecuted: nbval does not compare them)."""
     import nbformat
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
     skipped = {}
-    for i, cell in enumerate(nb.cells):     # never run NBVAL_SKIP cells (e.g. real torchrun jobs)
-        if cell.cell_type == "code" and cell.source.lstrip().startswith("# NBVAL_SKIP"):
+    def tagged(cell, tag):
+        return cell.cell_type == "code" and tag in cell.metadata.get("tags", [])
+    for i, cell in enumerate(nb.cells):     # never run nbval-skip cells (real torchrun jobs)
+        if tagged(cell, "nbval-skip"):
             skipped[i], cell.source = cell.source, ""
     NotebookClient(nb, kernel_name="python3", timeout=timeout,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
@@ -44,7 +46,7 @@ def execute_lesson(path: Path, timeout: int = 300) -> None:
             continue
         cell.metadata = nbformat.from_dict({k: v for k, v in cell.metadata.items()
                                             if k == "tags"})
-        if not cell.source.lstrip().startswith("# NBVAL_CHECK_OUTPUT"):
+        if not tagged(cell, "nbval-check-output"):
             cell.outputs, cell.execution_count = [], None
             continue
         n += 1   # renumber kept cells 1, 2, ... so re-running does not churn

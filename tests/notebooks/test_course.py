@@ -128,7 +128,9 @@ def test_widget_dom_contract_and_initial_state(tmp_path, monkeypatch):
     answer.value = "50"
     button.click()
     assert "a different denominator" in feedback.value and "33.3%" in feedback.value
-    assert "makespan 27" in "".join(o["text"] for o in measured.outputs)   # in place, once
+    text = "".join(o.get("text", "") for o in measured.outputs)     # in place, once
+    assert text.count("makespan 27") == 1
+    assert any("image/png" in o.get("data", {}) for o in measured.outputs)   # and its figure
     assert answer.disabled and button.disabled                     # a committed guess stays
     assert json.loads((tmp_path / "p.json").read_text())["answers"]["03.gpipe-bubble"]["tries"] == 1
 
