@@ -75,6 +75,13 @@ def add_hardware_arguments(p: argparse.ArgumentParser) -> None:
                    help="GB/s per GPU inside a node (default: the --gpu preset's)")
     g.add_argument("--inter-bw", type=float, default=None, metavar="GB/S",
                    help="GB/s per GPU between nodes (default: the --gpu preset's)")
+    g.add_argument("--latency", type=float, default=0.0, metavar="US",
+                   help="microseconds each message costs on top of its bytes (default: 0)")
+    g.add_argument("--pod-gpus", type=int, default=None, metavar="N",
+                   help="GPUs in a pod; axes spanning more share oversubscribed links "
+                        "(default: no pods)")
+    g.add_argument("--oversubscription", type=float, default=1.0, metavar="X",
+                   help="links above a pod carry 1/X of the per-GPU bandwidth (default: 1)")
 
 
 #: the largest value each unit-bearing flag takes: a number above it was given in the
@@ -91,7 +98,8 @@ def hardware_from_args(a) -> Hardware:
                              f"{v:g} {unit} is no GPU; give at most {limit:g}")
     scaled = lambda x, unit: None if x is None else x * unit
     return hardware(a.gpu, a.efficiency, scaled(a.gpu_memory, 1e9), scaled(a.gpu_flops, 1e12),
-                    a.gpus_per_node, scaled(a.intra_bw, 1e9), scaled(a.inter_bw, 1e9))
+                    a.gpus_per_node, scaled(a.intra_bw, 1e9), scaled(a.inter_bw, 1e9),
+                    a.latency * 1e-6, a.pod_gpus, a.oversubscription)
 
 
 def hardware_title(a, hw: Hardware) -> str:

@@ -35,10 +35,19 @@ from .parallel import ParallelConfig
 @dataclass(frozen=True)
 class Network:
     """Per-GPU bandwidths in bytes/s. Defaults: NVLink-class inside a node (H100: 450 GB/s
-    each way), InfiniBand-class between nodes (400 Gb/s NIC per GPU = 50 GB/s)."""
+    each way), InfiniBand-class between nodes (400 Gb/s NIC per GPU = 50 GB/s).
+
+    ``latency``: seconds each message costs on top of its bytes (a ring collective over k
+    ranks sends 2(k − 1) of them in turn, a pipeline hop one); 0 leaves it out. ``pod_gpus``
+    and ``oversubscription``: an axis that spans more than a pod of GPUs shares the links
+    above it, so it gets inter_node ÷ oversubscription (Llama 3's 1:7 above a pod, "The
+    Llama 3 Herd of Models" §3.3.1); None leaves it out."""
     intra_node: float = 450e9
     inter_node: float = 50e9
     gpus_per_node: int = 8
+    latency: float = 0.0
+    pod_gpus: int | None = None
+    oversubscription: float = 1.0
 
 
 def ring_allreduce_sent(nbytes: float, k: int) -> float:
@@ -130,11 +139,15 @@ def _max_params(model, cfg, schedule) -> float:
 
 def axis_bandwidths(cfg: ParallelConfig, net: Network) -> dict[str, float]:
     """Rank order TP (innermost), CP, DP, PP (outermost), Megatron's default: an axis stays
-    inside a node while the product of it and the axes inside it fits in one node."""
+    inside a node while the product of it and the axes inside it fits in one node, and
+    shares the oversubscribed links above a pod once that product outgrows a pod."""
     n = net.gpus_per_node
     inside = {"tp": cfg.tp, "cp": cfg.tp * cfg.cp, "dp": cfg.tp * cfg.cp * cfg.dp,
               "pp": cfg.num_gpus}
-    return {k: net.intra_node if v <= n else net.inter_node for k, v in inside.items()}
+    above = net.inter_node / net.oversubscription
+    return {k: net.intra_node if v <= n else
+            above if net.pod_gpus and v > net.pod_gpus else net.inter_node
+            for k, v in inside.items()}
 
 
 def comm_times(volumes: dict[str, float], cfg: ParallelConfig,

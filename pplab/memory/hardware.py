@@ -58,7 +58,9 @@ def gpu(name: str) -> GPU:
 
 def hardware(name: str = "h100-80gb", efficiency: float = 0.4, memory: float | None = None,
              flops: float | None = None, gpus_per_node: int = 8,
-             intra_node: float | None = None, inter_node: float | None = None) -> Hardware:
+             intra_node: float | None = None, inter_node: float | None = None,
+             latency: float = 0.0, pod_gpus: int | None = None,
+             oversubscription: float = 1.0) -> Hardware:
     """``Hardware`` for a preset, any field overridden (None keeps the data sheet's)."""
     g = gpu(name)
     if not 0 < efficiency <= 1:
@@ -67,6 +69,9 @@ def hardware(name: str = "h100-80gb", efficiency: float = 0.4, memory: float | N
                          gpus_per_node), ("bandwidth", intra_node), ("bandwidth", inter_node)):
         if value is not None and not value > 0:
             raise ValueError(f"{label} must be > 0, got {value}")
-    net = Network(intra_node or g.intra_node, inter_node or g.inter_node, gpus_per_node)
+    if latency < 0 or oversubscription < 1 or (pod_gpus is not None and pod_gpus < 1):
+        raise ValueError("latency must be ≥ 0, oversubscription ≥ 1 and a pod ≥ 1 GPU")
+    net = Network(intra_node or g.intra_node, inter_node or g.inter_node, gpus_per_node,
+                  latency, pod_gpus, oversubscription)
     return Hardware(memory=memory or g.memory, flops=flops or g.flops, efficiency=efficiency,
                     network=net)

@@ -171,14 +171,15 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     bw = axis_bandwidths(cfg, hw.network)
     t = cfg.tp
     act = cfg.local_seq(s) * cfg.microbatch * model.hidden * cfg.bytes_act
-    ar = 0.0 if t == 1 else 2 * (t - 1) / t * act / bw["tp"]     # one TP all-reduce
+    lat = hw.network.latency                              # per message, in turn
+    ar = 0.0 if t == 1 else 2 * (t - 1) / t * act / bw["tp"] + 2 * (t - 1) * lat
     layers_per_rank = model.layers / cfg.pp
     n_ar = 4 + (2 if cfg.recompute == "full" else 0)      # TP all-reduces per layer, F+B
-    ring = cp_layer_bytes(model, cfg, seq) / bw["cp"]     # CP's keys and values, F+B
+    ring = cp_layer_bytes(model, cfg, seq) / bw["cp"] + 3 * (cfg.cp - 1) * lat   # CP, F+B
     # TP (and CP) traffic stretches every op
     scale = 1 + (n_ar * layers_per_rank * ar + layers_per_rank * ring) / (tf + tb)
     tf_all, tb_all = tf * scale, tb * scale
-    p2p = act / t / bw["pp"] if cfg.pp > 1 else 0.0
+    p2p = act / t / bw["pp"] + lat if cfg.pp > 1 else 0.0
     key = small_key(cfg)
     stage_scale = _stage_scale(model, *key, cfg.first_layers, cfg.last_layers, seq)
     makespan = _makespan(cfg, tf_all, tb_all, p2p, stage_scale)
@@ -437,7 +438,9 @@ LEAVES_OUT = (
     "the LM head is timed on the last stage, the embedding's lookup is not",
     "communication never overlaps compute except the DP reduce behind the last backward "
     "and ZeRO-3's prefetched gathers",
-    "no congestion: each axis gets its link bandwidth alone; no latency per message",
+    "no congestion: each axis gets its link bandwidth alone (above a pod, the oversubscribed "
+    "share when the network names one); latency per message only where the network gives "
+    "one, and never on the DP collectives",
     "context parallelism's ring of keys and values does not overlap the attention it feeds",
     "no optimizer step time, no data loading, no stragglers or failures",
     "DualPipe's F&B pairs gain nothing from overlap (tfb = tf + tb); kernels that overlap "
