@@ -299,6 +299,10 @@ def _remat_cost() -> str:
     remat = simulate(make_schedule("gpipe", P, M), Costs(tf=1, tb=3))  # re-run forward + backward
     assert abs(remat.makespan / plain.makespan - 4 / 3) < 1e-9
     ratio = remat.makespan / plain.makespan
+    # the last rank runs M forwards, M re-runs, M backwards in series, after (P − 1)·tf of
+    # fill, and the last gradient still crosses P − 1 ranks: a floor however early re-runs go
+    floor = (P - 1) * 1 + M * (1 + 1 + 2) + (P - 1) * 2
+    assert floor == plain.makespan + M * 1 and remat.makespan - floor == (P - 1) * 1
     return "\n".join([
         f"GPipe P = {P}, M = {M}, the re-run charged inside each backward (tb = 2 + 1): "
         f"makespan {plain.makespan:g} → {remat.makespan:g}, ×{ratio:.3f}",
@@ -306,10 +310,15 @@ def _remat_cost() -> str:
         "forwards: each microbatch's 3 units of work become 4 on every rank, a third more "
         "compute. Charged inside the backward, every re-run waits for its gradient and sits "
         "on the critical path, so the step grows by exactly 4/3 for any P and M: that is "
-        "the simulator's assumption. The GPipe paper (§2.3) points out that a re-run needs "
-        "only the stored input, not the gradient, so it can be scheduled earlier, into the "
-        "wait before the gradient arrives: the compute added stays a third, but part of its "
-        "time hides, and 4/3 is the most the step grows.",
+        "the simulator's assumption.",
+        "The GPipe paper (§2.3) points out that a re-run needs only the stored input, not the "
+        "gradient, so it can be scheduled earlier, into a rank's wait before its first "
+        "backward. The compute added stays a third, and only the waits can absorb it: the "
+        "last rank waits not at all, so its M forwards, M re-runs and M backwards run one "
+        "after another, and the last gradient still crosses P − 1 ranks. However early the "
+        f"re-runs go, the step takes at least (M + P − 1)(tf + tb) + M·tf = {floor} here, "
+        f"against {remat.makespan:g}: scheduling them early saves at most (P − 1)·tf = "
+        f"{remat.makespan - floor:g} units, so 4/3 is close whenever M is large against P.",
         "Measured: Korthikanti et al. (2022, Reducing Activation Recomputation in Large "
         "Transformer Models) time one layer of their 22B GPT, forward and backward, in "
         "Table 4: full recomputation adds 39%. Their per-layer breakdown across models up to "
@@ -414,7 +423,13 @@ def _zbh1() -> str:
                                              dict.fromkeys(range(P), 0.5))]
     assert split == [(P - r, r) for r in range(P)]
     lines.append(f"ZB-H1 (whole microbatches, pending Ws) at each rank's peak: {split}")
-    return "\n".join(lines)
+    why = ("Zero Bubble's Table 2 gives ZB-H1's idle time as (P−1)(tf + tb − 2tw) (written "
+           "there as (P−1)(T_F + T_B − T_W) with T_B the input-gradient part only), valid while "
+           "tw ≤ tf and tw ≤ tI: with tw = 1 of tb = 2, a third of 1F1B's. To fill the "
+           "cool-down, ZB-H1 lets rank r postpone up to r of its Ws.")
+    from ..draw import draw_timeline
+    return ["\n".join(lines), why,
+            draw_timeline(simulate(make_schedule("zb-h1", P, 8), Costs(tf=1, tb=2, tw=1)))]
 
 
 @_reveals("06.dualpipe-m")
@@ -427,12 +442,18 @@ def _dualpipe_m() -> str:
                          f"  {tl.bubble_fraction:6.1%}  {tl.bubble_ratio:6.1%}"
                          f"   {(P - 1) / (2 * M):9.1%}")
             assert tl.makespan - 3 * M == (P // 2 - 1) * (3 + 2 - 3)
-    return "\n".join(lines)
+    lines.append("The idle time per rank is constant in M: DualPipe's bubble does not shrink with "
+                 "M. It is a fixed (P/2−1)(F&B + B − 3W) per step (DeepSeek-V3, Table 2), like "
+                 "every flushed schedule's fill and drain; percentages fall only because the "
+                 "denominator grows.")
+    from ..draw import draw_timeline
+    return ["\n".join(lines), draw_timeline(simulate(make_schedule("dualpipe", 4, 8),
+                                                     Costs(tf=1, tb=2, tw=1, tfb=3)))]
 
 
 @_reveals("05.bubble-v2")
 def _bubble_v2() -> str:
-    P, M = 4, 12
+    P, M = 6, 12
     lines = [" V  makespan  idle÷ideal  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
     for V in (1, 2, 4, 8):
         tl = simulate(make_schedule("interleaved", P, M, V))
@@ -530,7 +551,10 @@ def _axes() -> str:
     assert vol["tp"] > vol["dp"] > vol["pp"] and 64 // (cfg.tp * cfg.pp) == cfg.dp
     return "\n".join([f"{k.upper()}: {vol[k] / GB:8.2f} GB per GPU per step, {tim[k]:6.2f} s at "
                       f"its bandwidth" for k in ("tp", "pp", "dp")]
-                     + [f"DP for 256 GPUs at TP = 8, PP = 4: {256 // (8 * 4)}"])
+                     + ["TP's bytes are spread over every layer and microbatch, on the critical "
+                        "path: they need NVLink, inside the node. PP's are a few small "
+                        "point-to-point messages; DP's come once a step, 2Ψ of the rank's share.",
+                        f"DP for 96 GPUs at TP = 8, PP = 4: 96 / (8 · 4) = {96 // (8 * 4)}"])
 
 
 @_reveals("09.planner-tp")
@@ -540,7 +564,11 @@ def _planner_tp() -> str:
     from ..memory.planner import plan
     table = plan_table(plan(get_preset("llama3-70b").with_(seq=4096), 64), top=8)
     assert " 1. TP=4 " in table
-    return table
+    return [table, "The winners use TP = 4 and little or no pipeline: half the node's TP "
+                   "traffic, and ZeRO-2 plus selective recomputation make the model fit. Deeper "
+                   "pipelines with TP = 2 fit too, but the stage that also runs the LM head (a "
+                   "128k vocabulary: about 1.1 layers of work) is the slowest, and the slowest "
+                   "stage sets the pace of the whole pipeline."]
 
 
 @_reveals("10.messages")
@@ -742,6 +770,18 @@ def _denominators() -> str:
                      f"{b['fraction']:10.1%}  {b['closed_fraction']:15.1%}")
     lines.append("the CS336 notes' 15/79 is the V·M = 64 row ÷ total, their 15/143 the "
                  "V·M = 128 row")
+    lines.append("idle ÷ (P·makespan) is GPipe's and Zero Bubble's \"bubble rate\"; idle ÷ busy "
+                 "is Megatron-LM's, and the Llama 3 paper's (PP − 1)/(V·M). With equal chunks "
+                 "the simulator gives (P−1)/(V·M + P−1) and (P−1)/(V·M) exactly (lesson 05): "
+                 "each pass of a microbatch through the fill and drain idles (P−1)/V of a "
+                 "rank's time.")
+    from ..closed_forms import bubble_fraction
+    from ..memory.published_run import lecture_claims
+    assert abs(bubble_fraction(16, 128) - 15 / 143) < 1e-12
+    lines.append("The CS336 notes' inputs against Table 4 (section 4 reads them):")
+    for c in lecture_claims():
+        assert not c["ok"]
+        lines.append(f"  notes: {c['claim']}\n     Table 4: {c['table']}")
     return "\n".join(lines)
 
 
@@ -760,7 +800,7 @@ def _lighter_ends() -> str:
 
 @_reveals("14.grad-gb")
 def _grad_gb() -> str:
-    from ..memory.published_run import TABLE4, gradient_ways
+    from ..memory.published_run import TABLE4, gradient_ways, memory_table
     lines = []
     for row in TABLE4[:2]:
         for w in gradient_ways(row):
@@ -773,6 +813,9 @@ def _grad_gb() -> str:
     once, every = gradient_ways(TABLE4[0])
     assert once["grads"] > 7 * every["grads"] and every["dp_bytes"] > 20 * once["dp_bytes"]
     assert not once["fits"] and not every["fits"]
+    rows = memory_table(TABLE4[0])
+    lines += ["", "memory per GPU of each pipeline rank, 8,192 GPUs (GB):"] + rows[:4] + \
+        ["   ..."] + rows[-2:]
     return "\n".join(lines)
 
 
@@ -787,4 +830,9 @@ def _mfu_bubble() -> str:
                      f"{b['rest_points'] * 100:4.1f} pt")
     first = mfu_budget(TABLE4[0])
     assert 0.02 < first["bubble_points"] < 0.035 and first["rest_points"] > 0.5
+    lines.append("An idle rank computes nothing, so MFU = (1 − bubble ÷ total) × (share of peak "
+                 "reached while the ranks compute). The rest is whatever slows the busy ranks: "
+                 "matmuls below peak, communication not hidden, stragglers. The CS336 notes' "
+                 "\"~47%, ~9 points\" is the same identity applied to the long-context row's 38% "
+                 "and a 19% bubble the run did not have.")
     return "\n".join(lines)
