@@ -7,9 +7,13 @@ is (a kit file you edited is kept, and said so). The steps:
 2. the kit's files into ``[hub] home``: jupyterhub_config.py and the three roles' Jupyter
    configuration (``jupyter/``);
 3. the Unix groups of students and instructors;
-4. the grader account, and the course folder it owns: the assignments' sources and
-   nbgrader's config, each assignment generated (``release/`` and the gradebook);
-5. nbgrader's exchange folder, writable by all as nbgrader requires (mode 0777).
+4. nbgrader's exchange: its root root's and 1777 (anyone may make a folder in it, nobody may
+   rename or remove another's), the course's folder in it made now by the grader, before a
+   student could claim the name (``inbound`` write-only and sticky, ``outbound``,
+   ``feedback``); a course folder someone else made is refused, never taken over;
+5. the course folder in the grader's private home: the assignments' sources (answers and
+   hidden tests) copied in by root, written by the grader; the source folder they came from
+   made root-only; nbgrader's config; each assignment generated.
 """
 from __future__ import annotations
 
@@ -99,16 +103,44 @@ def make_accounts(s: Settings, say) -> None:
              "HOME_MODE=0700", s.grader], say)
 
 
+#: the course's folders in the exchange, with the modes nbgrader gives them; ``inbound`` also
+#: sticky, so a student can never rename or remove a classmate's submission
+EXCHANGE_FOLDERS = (("", 0o755), ("outbound", 0o755), ("inbound", 0o3733), ("feedback", 0o711))
+
+
+def owner(path: Path) -> str:
+    uid = os.lstat(path).st_uid
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
 def make_exchange(s: Settings, say) -> None:
-    """nbgrader's exchange root: writable by all, exactly 0777 (nbgrader resets other modes,
-    and only the owner could)."""
+    """nbgrader's exchange root (root's, 1777: nbgrader checks only its 0777 part) and the
+    course's folders in it, each the grader's with nbgrader's modes."""
     root = Path(s.exchange)
+    if root.is_symlink():
+        raise RuntimeError(f"the exchange {root} is a link: make it a folder")
     if not root.is_dir():
         root.mkdir(parents=True)
         say(f"made the exchange {root}")
-    if stat.S_IMODE(root.stat().st_mode) != 0o777:
-        os.chmod(root, 0o777)
-        say(f"chmod 0777 {root}")
+    info = root.stat()
+    if (info.st_uid, stat.S_IMODE(info.st_mode)) != (0, 0o1777):
+        os.chown(root, 0, 0)
+        os.chmod(root, 0o1777)
+        say(f"chown root, chmod 1777 {root} (sticky: no student can rename another's folder)")
+    grader = ["runuser", "-u", s.grader, "--"]
+    for name, mode in EXCHANGE_FOLDERS:
+        folder = root / s.course_id / name
+        if not os.path.lexists(folder):
+            run([*grader, "mkdir", str(folder)], say)
+        if folder.is_symlink() or not folder.is_dir() or owner(folder) != s.grader:
+            raise RuntimeError(f"{folder} belongs to {owner(folder)}, not {s.grader} (a "
+                               "student may have made it to take the course's exchange "
+                               f"over): remove it (rm -r {folder}), then run init again")
+        if stat.S_IMODE(folder.stat().st_mode) != mode:
+            run([*grader, "chmod", f"{mode:o}", str(folder)], say)
 
 
 def make_course(s: Settings, say) -> None:
@@ -125,12 +157,35 @@ def make_course(s: Settings, say) -> None:
     for assignment in sorted(Path(s.source).iterdir()):
         dest = course / "source" / assignment.name
         if assignment.is_dir() and not os.path.lexists(dest):
-            run([*grader, "cp", "-r", str(assignment), str(dest)], say, env=env)
+            copy_as(s.grader, assignment, course / "source", say)
     missing = [a.name for a in (course / "source").iterdir()
                if a.is_dir() and not (course / "release" / a.name).exists()]
     if missing:
         run([*grader, f"{s.bin}/nbgrader", "generate_assignment", "*"], say, cwd=course,
             env=env)
+
+
+def copy_as(user: str, folder: Path, dest: Path, say) -> None:
+    """Copy ``folder`` into ``dest``: read by root (the source may be root-only), written by
+    ``user`` (root never writes where that account could plant a link)."""
+    say(f"$ tar -C {folder.parent} -c {folder.name} | runuser -u {user} -- tar -C {dest} -x")
+    reader = subprocess.Popen(["tar", "-C", str(folder.parent), "-c", folder.name],
+                              stdout=subprocess.PIPE)
+    writer = subprocess.run(["runuser", "-u", user, "--", "tar", "-C", str(dest), "-x",
+                             "--no-same-owner"], stdin=reader.stdout, capture_output=True,
+                            text=True, timeout=600)
+    reader.stdout.close()
+    if reader.wait(timeout=600) or writer.returncode:
+        raise RuntimeError(f"copying {folder} failed: {writer.stderr.strip()[-500:]}")
+
+
+def hide_source(s: Settings, say) -> None:
+    """The answers and hidden tests only where students cannot read them: the course's copy
+    is in the grader's private home, and the folder it came from is made root-only."""
+    source = Path(s.source)
+    if stat.S_IMODE(source.stat().st_mode) & 0o077:
+        os.chmod(source, 0o700)
+        say(f"chmod 700 {source} (the answers: students must not read them)")
 
 
 def unreadable(path: Path) -> str | None:
@@ -145,7 +200,7 @@ def warn_unreachable(s: Settings, say) -> None:
     """Students' JupyterLab runs from the shared environment and reads the lessons: say so
     where other accounts cannot reach them."""
     python = os.path.realpath(f"{s.bin}/python")          # a venv's python links elsewhere
-    for what in (python, s.venv, s.lessons, s.source):
+    for what in (python, s.venv, s.lessons):
         blocked = unreadable(Path(what))
         if blocked:
             say(f"warning: students cannot reach {what}: {blocked} is closed to others "
@@ -163,6 +218,7 @@ def init(settings: Path = SYSTEM_PATH, values: dict[str, str] | None = None,
     make_exchange(s, say)
     warn_unreachable(s, say)
     make_course(s, say)
+    hide_source(s, say)
     say(f"ready: {s.course_id} for the Unix groups {s.students} (students) and "
         f"{s.instructors} (instructors: {', '.join(members(s.instructors)) or 'none yet'}); "
         f"start the hub with: pplab classroom up")

@@ -178,10 +178,15 @@ def test_the_first_init_prints_each_step(tmp_path, monkeypatch, capsys):
         if plain[0] in ("mkdir", "cp"):                   # the course folder's files
             subprocess.run(plain, check=True)
     monkeypatch.setattr(setup, "run", run)
+    monkeypatch.setattr(setup, "owner", lambda path: "pplab-test-none-g")
+    monkeypatch.setattr(setup, "copy_as", lambda user, folder, dest, say: shutil.copytree(
+        folder, dest / folder.name))
     ini, home, course = tmp_path / "c.ini", tmp_path / "hub", tmp_path / "course"
+    source = tmp_path / "solutions"
+    shutil.copytree(ROOT / "solutions", source)
     sets = [f"home={home}", f"course_dir={course}", f"exchange={tmp_path / 'x'}",
             "students=pplab-test-none-s", "instructors=pplab-test-none-i",
-            "grader=pplab-test-none-g"]
+            "grader=pplab-test-none-g", f"source={source}"]
     assert main(["classroom", "init", "--settings", str(ini),
                  *[a for kv in sets for a in ("--set", kv)]]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -190,8 +195,14 @@ def test_the_first_init_prints_each_step(tmp_path, monkeypatch, capsys):
     for line in (f"wrote {home / 'jupyterhub_config.py'}",
                  f"wrote {home / 'jupyter' / 'nbgrader_config.py'}",
                  "$ groupadd pplab-test-none-s", "$ groupadd pplab-test-none-i",
-                 f"made the exchange {tmp_path / 'x'}", f"chmod 0777 {tmp_path / 'x'}",
+                 f"made the exchange {tmp_path / 'x'}",
+                 f"chown root, chmod 1777 {tmp_path / 'x'} (sticky: no student can rename "
+                 "another's folder)",
+                 f"$ runuser -u pplab-test-none-g -- mkdir {tmp_path / 'x' / 'pplab'}",
+                 f"$ runuser -u pplab-test-none-g -- chmod 3733 "
+                 f"{tmp_path / 'x' / 'pplab' / 'inbound'}",
                  f"$ runuser -u pplab-test-none-g -- mkdir -p {course / 'source'}",
+                 f"chmod 700 {source} (the answers: students must not read them)",
                  f"$ runuser -u pplab-test-none-g -- {sys.prefix}/bin/nbgrader "
                  "generate_assignment *"):
         assert line in out, (line, out)

@@ -9,3 +9,6 @@ c.CourseDirectory.root = s.course_dir
 c.CourseDirectory.course_id = s.course_id
 c.Exchange.root = s.exchange
 c.Execute.timeout = 180
+# collect only what each student really handed in: a folder named for someone else, dated in
+# the future, malformed or holding a link is skipped and named (pplab/classroom/exchange.py)
+c.ExchangeFactory.collect = "pplab.classroom.exchange.Collect"
