@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import repeat
-from operator import itemgetter, lt, mul
+from operator import add, itemgetter, lt, mul
 
 from ..ir import KIND_NAMES
 from ..text import metrics_line
@@ -195,13 +195,22 @@ def levels(ops) -> list[int]:
 
 
 def inflight_panel(tl) -> dict:
-    """Activations held per rank over time (step lines); the legend gives each rank's peak."""
+    """Activations held per rank over time (step lines); the legend gives each rank's peak.
+    An overlapped pair holds its forward's activation while its backward runs, so its line
+    rises at the pair's start to what the rule counts there, as ``Timeline.peak_inflight``."""
     t0, series = tl.start, []
     for r, evs in enumerate(tl.events_by_rank()):
-        lv = levels(e.op for e in evs)
-        pts = [(0.0, 0)] + [(e.end - t0, n) for e, n in zip(evs, lv)]
-        series.append(line(f"rank {r} (peak {max(lv, default=0)})", PALETTE[r % len(PALETTE)],
-                           pts, step=True))
+        walk = inflight_walk(e.op for e in evs)
+        alive = list(map(add, walk.whole, walk.waiting))
+        pts, first = [(0.0, 0)], 0
+        for e, last in zip(evs, walk.op_last):
+            high = max(alive[first:last + 1])
+            if high > alive[last]:
+                pts.append((e.start - t0, high))
+            pts.append((e.end - t0, alive[last]))
+            first = last + 1
+        series.append(line(f"rank {r} (peak {max(alive, default=0)})",
+                           PALETTE[r % len(PALETTE)], pts, step=True))
     return lines_panel(series, title=f"in-flight activations per rank — {title_line(tl)}",
                        xlabel="time", ylabel="activations held")
 

@@ -5,7 +5,7 @@ import pytest
 from pplab import NAMES, make_schedule, simulate
 from pplab.ir import parse_op
 from pplab.memory.accounting import peak_split
-from pplab.scene.panels import levels
+from pplab.scene.panels import inflight_panel, levels
 from pplab.timeline import Timeline, inflight_walk, peak_inflight, peak_inflight_of
 
 
@@ -50,6 +50,10 @@ def test_every_reader_counts_the_same_peaks(name):
         assert tl.peak_inflight == from_events.peak_inflight == peak_inflight_of(s)
         counts = [whole + waiting for _, whole, waiting in peak_split(s)]
         assert all(c <= p for c, p in zip(counts, tl.peak_inflight))
+        drawn = inflight_panel(tl)["series"]               # the scene's lines and legend
+        assert [max(y for _, y in sr["points"]) for sr in drawn] == tl.peak_inflight
+        assert [sr["name"] for sr in drawn] == [f"rank {r} (peak {p})"
+                                                for r, p in enumerate(tl.peak_inflight)]
         if not any(len(op.parts) > 1 for ops in s.ranks for op in ops):
             assert [max(levels(ops), default=0) for ops in s.ranks] == tl.peak_inflight
     assert checked
