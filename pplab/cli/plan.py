@@ -37,8 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_hardware_arguments(p)
     g = p.add_argument_group("search")
     add_plan_arguments(g)
-    g.add_argument("--mbs", type=int, default=1,
-                   help="microbatch size in sequences (default: 1)")
+    g.add_argument("--mbs", type=_sizes, default=(1,), metavar="B[,B...]",
+                   help="microbatch sizes in sequences to search, e.g. 1,2,4; one for a named "
+                        "layout (default: 1)")
     g.add_argument("--schedules", default=",".join(DEFAULT_SCHEDULES), metavar="NAMES",
                    help="comma-separated schedules tried when PP > 1 (default: %(default)s)")
     g.add_argument("--first-layers", type=int, default=None,
@@ -76,11 +77,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "--tp/--pp/...), in its own config language (default: none)")
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    """"1,2,4" → (1, 2, 4): the microbatch sizes to search."""
+    try:
+        out = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of sizes like 1,2,4") \
+            from None
+    if not out:
+        raise argparse.ArgumentTypeError("give at least one microbatch size")
+    return out
+
+
+def _mbs(a) -> tuple[int, ...]:
+    """The microbatch sizes: plan's list, or memory's one size (pplab memory --plan)."""
+    return a.mbs if isinstance(a.mbs, tuple) else (a.mbs,)
+
+
 def _check(a, model) -> tuple[str, ...]:
     """Every flag checked before any planning: one line naming the flag, exit 2."""
     if a.gpus < 1:
         raise ValueError(f"--gpus must be ≥ 1, got {a.gpus}")
-    for flag, value in (("--mbs", a.mbs), ("--max-pp", a.max_pp), ("--global-batch",
+    for flag, value in (("--mbs", min(_mbs(a))), ("--max-pp", a.max_pp), ("--global-batch",
                         a.global_batch)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be ≥ 1, got {value}")
@@ -118,7 +136,7 @@ def run_plan(a) -> int:
                                       "zero_stages": TOOLS[tool].zero_stages}
     if tool and TOOLS[tool].zero3_regather:
         limits["zero3_regather"] = TOOLS[tool].zero3_regather
-    search = dict(global_batch=a.global_batch, micro_batches=(a.mbs,), max_pp=a.max_pp,
+    search = dict(global_batch=a.global_batch, micro_batches=_mbs(a), max_pp=a.max_pp,
                   first_layers=getattr(a, "first_layers", None),
                   last_layers=getattr(a, "last_layers", None), schedules=names)
     mine = _named(a, model) if getattr(a, "command", "plan") == "plan" else None
@@ -167,12 +185,16 @@ def _named(a, model) -> ParallelConfig | None:
         raise ValueError(f"TP·CP·PP·DP = {tp}·{cp}·{pp}·{dp} = {tp * cp * pp * dp} ≠ --gpus "
                          f"{a.gpus}")
     gb = a.global_batch or 8 * a.gpus
-    if a.M is None and gb % (dp * a.mbs):
-        raise ValueError(f"--global-batch {gb} is not a multiple of DP·b = {dp * a.mbs}; "
+    if len(a.mbs) > 1:
+        raise ValueError(f"a named layout has one microbatch size; got --mbs "
+                         f"{','.join(map(str, a.mbs))}")
+    b = a.mbs[0]
+    if a.M is None and gb % (dp * b):
+        raise ValueError(f"--global-batch {gb} is not a multiple of DP·b = {dp * b}; "
                          "give -M or another batch")
-    M = a.M or gb // (dp * a.mbs)
-    if a.global_batch and M * a.mbs * dp != a.global_batch:
-        raise ValueError(f"-M {M} × b {a.mbs} × DP {dp} = {M * a.mbs * dp} ≠ --global-batch "
+    M = a.M or gb // (dp * b)
+    if a.global_batch and M * b * dp != a.global_batch:
+        raise ValueError(f"-M {M} × b {b} × DP {dp} = {M * b * dp} ≠ --global-batch "
                          f"{a.global_batch}; drop one")
     sp = (tp > 1) if a.sp is None else a.sp
     if sp and tp == 1:
@@ -181,7 +203,7 @@ def _named(a, model) -> ParallelConfig | None:
     name = spec(a.schedule).name if a.schedule else ("interleaved" if (a.V or 1) > 1
                                                       else "1f1b")
     zero = a.zero if a.zero is not None else (1 if dp > 1 else 0)
-    return ParallelConfig(tp, pp, dp, zero, sp, a.recompute or "selective", a.mbs, M, name,
+    return ParallelConfig(tp, pp, dp, zero, sp, a.recompute or "selective", b, M, name,
                           a.V, zero3_regather=a.zero3_regather,
                           first_layers=a.first_layers if pp > 1 else None,
                           last_layers=a.last_layers if pp > 1 else None, cp=cp)
@@ -202,9 +224,9 @@ def _named_report(a, model, hw, cfg, tool, search) -> int:
             megatron_text(model, cfg, model.seq)
         print("".join(f"# {line}\n" for line in head) + body, end="")
         return 0
-    search = search | {"micro_batches": tuple(sorted({1, a.mbs})), "cps": (1, cfg.cp)[
-                       :1 + (cfg.cp > 1)], "global_batch": cfg.microbatches * cfg.microbatch *
-                       cfg.dp}
+    cps = (1, cfg.cp) if cfg.cp > 1 else (1,)
+    search = search | {"micro_batches": tuple(sorted({1, cfg.microbatch})), "cps": cps,
+                       "global_batch": cfg.microbatches * cfg.microbatch * cfg.dp}
     cands = [c for c in plan(model, a.gpus, hw, **search) if c.feasible]
     rank, util = rank_among(mine, cands), mfu(model, cfg, mine.step_time, hw)
     first = cands[0] if cands else None

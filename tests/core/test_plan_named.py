@@ -84,3 +84,13 @@ def test_named_layout_bad_input(capsys, flags, says):
     assert main(["plan", *SHAPES, "--gpus", "16", *flags]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_microbatch_sizes_searched(capsys):
+    assert main(["plan", *SHAPES, "--gpus", "16", "--mbs", "1,2,4", "--top", "0",
+                 "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["microbatch_size"] for r in rows if r["fits"]} == {1, 2, 4}
+    assert main(["plan", *SHAPES, "--gpus", "16", "--tp", "2", "--mbs", "1,2"]) == 2
+    assert "one microbatch size" in capsys.readouterr().err
+    assert main(["plan", *SHAPES, "--gpus", "16", "--mbs", "two"]) == 2
