@@ -28,6 +28,9 @@ from fractions import Fraction
 MAX_LEN = 1_000_000
 #: the deepest nesting read (lists in lists ...)
 MAX_DEPTH = 40
+#: the most ranks, and characters per rank, of a hand-written schedule that is read
+MAX_ROWS = 64
+MAX_ROW_TEXT = 20_000
 #: a Fraction or Decimal this large is read as a float, never as a huge int
 _WHOLE = 10 ** 30
 
@@ -159,11 +162,16 @@ def schedule_rows(rows) -> list:
     if hasattr(rows, "rank_texts") and callable(rows.rank_texts):
         rows = rows.rank_texts()
     if isinstance(rows, str):
-        return [ln for ln in rows.strip().splitlines() if ln.strip()]
+        rows = [ln for ln in rows.strip().splitlines() if ln.strip()]
     if not isinstance(rows, (list, tuple)):
         raise AssertionError(f"expected your schedule as text, one string of actions per "
                              f"rank, got {type(rows).__name__}: {rows!r:.200}")
-    return [_row_text(r) for r in rows]
+    rows = [_row_text(r) for r in rows[:MAX_ROWS + 1]]
+    long = next((i for i, r in enumerate(rows) if len(str(r)) > MAX_ROW_TEXT), None)
+    if len(rows) > MAX_ROWS or long is not None:    # the parser is not linear on any text
+        raise AssertionError(f"your schedule is longer than any exercise needs (at most "
+                             f"{MAX_ROWS} ranks of {MAX_ROW_TEXT} characters): not read")
+    return rows
 
 
 def _row_text(row):

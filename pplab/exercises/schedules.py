@@ -40,9 +40,12 @@ def check_layer_placement(layers_on_rank: Callable[[int, int, int, int], Sequenc
         for r in range(P):
             want = _reference_layers(L, P, V, r)
             got = _call(layers_on_rank, L, P, V, r)
+            if isinstance(got, (list, tuple, range)) and len(got) > L:     # sets stay small
+                _fail(f"layers_on_rank({L}, {P}, {V}, {r}) returned {len(got)} layer numbers, "
+                      f"but the model has only {L} layers")
             try:
                 got = sorted(int(x) for x in got)
-            except TypeError:
+            except (TypeError, ValueError):
                 _fail(f"layers_on_rank({L}, {P}, {V}, {r}) returned {got!r}; return a list of "
                       "layer numbers, e.g. [0, 1, 2, 3, 16, 17, 18, 19]")
             if got != want:

@@ -150,6 +150,26 @@ def make(processes: int, memory: int, cpus: float | None = None) -> Group:
     raise Unavailable("; ".join(reasons))
 
 
+def sweep(pid: int) -> list[Path]:
+    """Kill and remove the groups the process ``pid`` made and did not close (it was killed);
+    the folders that would not go (normally none)."""
+    pattern, left = f"{PREFIX}{pid}-*", []
+    try:
+        v2 = _v2_parent()
+    except (Unavailable, OSError):
+        v2 = None
+    for folder in sorted(v2.glob(pattern)) if v2 is not None and v2.is_dir() else []:
+        left += Group(2, {c: folder for c in REQUIRED + OPTIONAL}).close()
+    own, found = own_paths(), {}
+    for controller in REQUIRED + OPTIONAL:
+        base = top() / controller / own.get(controller, "/").lstrip("/")
+        for folder in sorted(base.glob(pattern)) if base.is_dir() else []:
+            found.setdefault(folder.name, {})[controller] = folder
+    for dirs in found.values():
+        left += Group(1, dirs).close()
+    return left
+
+
 def unavailable() -> str | None:
     """Why no sandbox can have a cgroup here (None when one can): tried, not guessed."""
     try:

@@ -167,9 +167,13 @@ def _die_with_parent() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
 
 
+SWEEP_GRACE = 60.0      # seconds past --timeout for a worker to stop a job and clean up
+
+
 class Worker:
-    """One ``job --serve`` process, reused job after job; a job past its timeout is killed
-    with the worker (and so with its sandbox), and the next job starts a fresh worker."""
+    """One ``job --serve`` process, reused job after job; it runs each job in a fork of its
+    own and stops one past its timeout itself (:func:`.job.run`). A worker that does not
+    answer even then is killed, and the next job starts a fresh one."""
 
     def __init__(self, log: Path):
         self.log, self.proc = log, None
@@ -186,13 +190,11 @@ class Worker:
     def run(self, spec: dict, timeout: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
             self._start()
-        path = Path(spec["workdir"]).with_suffix(".spec.json")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_private(path, json.dumps(spec))       # it holds the seed
-        try:
-            self.proc.stdin.write(f"{path}\n".encode())
+        Path(spec["workdir"]).parent.mkdir(parents=True, exist_ok=True)
+        try:    # the spec as one JSON line (any folder name), the timeout kept by the worker
+            self.proc.stdin.write((json.dumps(dict(spec, timeout=timeout)) + "\n").encode())
             self.proc.stdin.flush()
-            ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+            ready, _, _ = select.select([self.proc.stdout], [], [], timeout + SWEEP_GRACE)
             answer = self.proc.stdout.readline() if ready else None
         except OSError:
             answer = b""
@@ -204,10 +206,7 @@ class Worker:
         if not answer or not result_file.exists():
             self.stop()
             return _failed(spec, f"the grading job failed: {self._last_log_line()}")
-        result = json.loads(result_file.read_text())
-        if result.get("trusted_limit"):     # that worker is ending: the next job starts anew
-            self.stop()
-        return result
+        return json.loads(result_file.read_text())
 
     def _last_log_line(self) -> str:
         try:
@@ -224,14 +223,6 @@ class Worker:
                 pass
             self.proc.wait()
             self.proc = None
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (a job's spec holds the real seed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
 
 
 def _failed(spec: dict, why: str) -> dict:

@@ -8,27 +8,32 @@ own, so concurrent jobs share no gradebook and no submission is ever written. Th
 it keeps is cleaned of active content (:mod:`.sanitize`) and shows the hidden cases' seed
 only as its digest. The result (scores per task, or why it could not be graded) is written
 atomically as JSON, so a killed run loses nothing that finished (``--resume``). The job
-process runs under memory and CPU limits of its own (:mod:`.trusted_limits`).
+job runs in a process forked for it, under memory, CPU and wall-time limits its parent
+enforces (:mod:`.trusted_limits`).
 
 ``python -m pplab.grading.job SPEC.json`` runs one job, ``python -m pplab.grading.job
---serve`` one job per line of stdin (the local workers of ``-j``); ``run(spec)`` is the
-same thing for submitit on a Slurm node.
+--serve`` one job per line of stdin, each line the spec as JSON (the local workers of
+``-j``); ``run(spec)`` is the same thing for submitit on a Slurm node.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import stat
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from ..exercises.hidden import seed_digest
 from . import safe_paths, sanitize, trusted_limits
 
 MAX_NOTEBOOK = 20 << 20         # bytes: a submitted notebook larger than this is refused
+TIMEOUT = 600.0                 # seconds a job may take when its spec names no timeout
 
 AUTOGRADE_STEPS = ["pplab.grading.execute.SandboxExecute",
                    "nbgrader.preprocessors.IgnorePattern",
@@ -89,12 +94,14 @@ def _config(course: Path, spec: dict):
 def _grade(spec: dict, course: Path) -> dict:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.api import Gradebook
-    student, assignment = spec["student"], spec["assignment"]
+    student, assignment = nbgrader_id(spec["student"]), spec["assignment"]
     api = NbGraderAPI(config=_config(course, spec))
     result = api.autograde(assignment, student, force=True, create=True)
     done = course / "autograded" / student / assignment
     if not result.get("success") or not any(done.glob("*.ipynb")):
         log = str(result.get("error") or "") + "\n" + str(result.get("log") or "")
+        if re.search(r"^\s*MemoryError\b", log, re.M):    # nbgrader's bare except caught it
+            return {"ok": False, "why": trusted_limits.memory_reason(), "trusted_limit": True}
         lines = [ln.strip() for ln in log.splitlines()
                  if re.search(r"\w(Error|Exception)\b", ln) and "NbGraderException" not in ln
                  and "[ERROR]" not in ln]
@@ -111,18 +118,66 @@ def _grade(spec: dict, course: Path) -> dict:
 
 
 def run(spec: dict) -> dict:
-    """Grade one submission in ``spec["workdir"]``; write and return its result. The job runs
-    under the trusted side's own memory and CPU limits (:mod:`.trusted_limits`): one that
-    hits them ends as this submission's error line (``trusted_limit`` set in the result)."""
+    """Grade one submission in a child process forked for it, held from outside
+    (:mod:`.trusted_limits`): the kernel's memory and CPU limits, ``spec["timeout"]`` wall
+    seconds. Whatever stops the child, the reason is the result; what its sandboxes left is
+    removed. Writes the result atomically and returns it."""
+    start, result_file = time.monotonic(), Path(spec["result"])
+    result_file.unlink(missing_ok=True)
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        _child(spec, parent)
+    status, why = trusted_limits.watch(pid, float(spec.get("timeout") or TIMEOUT))
+    sweep(pid)
+    shutil.rmtree(Path(spec["workdir"]) / "course", ignore_errors=True)
+    if why is None and os.WIFEXITED(status) and result_file.exists():
+        return json.loads(result_file.read_text())
+    result = {"ok": False, "why": why or trusted_limits.ended(status),
+              "trusted_limit": why == trusted_limits.cpu_reason()}
+    return _finish(spec, result, start)
+
+
+def sweep(pid: int) -> None:
+    """Remove the sandbox folders and cgroups a killed job process left behind."""
+    from .untrusted.sandbox import sweep as sweep_sandboxes
+    sweep_sandboxes(pid)
+
+
+def _child(spec: dict, parent: int) -> None:
+    """The forked job: it dies with its parent, takes the limits, grades, and exits."""
+    code, start = 1, time.monotonic()
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+        trusted_limits.apply(int(float(spec.get("memory_gb", 3.0)) * (1 << 30)))
+        _grade_here(spec)
+        code = 0
+    except BaseException as e:                  # noqa: BLE001 — the result says why
+        traceback.print_exc()
+        _finish(spec, {"ok": False, "why": f"the grading job failed: {type(e).__name__}: "
+                                           f"{e}"[:300]}, start)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _grade_here(spec: dict) -> dict:
     start = time.monotonic()
     work = Path(spec["workdir"])
     try:
-        with trusted_limits.bounded():
-            result = _run(spec, work)
-    except (MemoryError, trusted_limits.TrustedLimitExceeded) as e:
-        result = {"ok": False, "why": trusted_limits.why(e), "trusted_limit": True}
+        result = _run(spec, work)
+    except MemoryError:
+        result = {"ok": False, "why": trusted_limits.memory_reason(), "trusted_limit": True}
     finally:
         shutil.rmtree(work / "course", ignore_errors=True)
+    return _finish(spec, result, start)
+
+
+def _finish(spec: dict, result: dict, start: float) -> dict:
     result.update(student=spec["student"], assignment=spec["assignment"],
                   seed_digest=seed_digest(spec["seed"]),
                   seconds=round(time.monotonic() - start, 2))
@@ -137,7 +192,8 @@ def _run(spec: dict, work: Path) -> dict:
         "submitted", "autograded", "feedback", "*.db-journal"))
     student, assignment = spec["student"], spec["assignment"]
     why = _copy_submission(Path(spec["submitted"]), student, assignment,
-                           course / "submitted" / student / assignment)
+                           course / "submitted" / nbgrader_id(student) / assignment)
+    student = nbgrader_id(student)              # the name in this job's private course
     os.environ["PPLAB_GRADE_SEED"] = str(spec["seed"])
     os.environ.setdefault("PPLAB_EDITION_CACHE", spec.get("edition_cache", ""))
     if why is None and not any((course / "submitted" / student / assignment).glob("*.ipynb")):
@@ -146,6 +202,15 @@ def _run(spec: dict, work: Path) -> dict:
     if result["ok"]:
         _keep(course, student, assignment, work, spec["seed"])
     return result
+
+
+def nbgrader_id(student: str) -> str:
+    """The student's name in the job's private course: nbgrader reads names back from
+    paths with a pattern that stops at a line break, so a name holding one is graded
+    under its digest there (results, feedback and the CSV keep the real name)."""
+    if "\n" not in student:
+        return student
+    return "student-" + hashlib.sha256(student.encode()).hexdigest()[:16]
 
 
 def _keep(course: Path, student: str, assignment: str, work: Path, seed: int) -> None:
@@ -182,17 +247,26 @@ def write_atomic(path: Path, data: dict) -> None:
 
 
 def serve() -> None:
-    """A worker that grades job after job, so nbgrader and pplab are imported once: it reads
-    a spec's path per line on stdin and answers ``done`` on the descriptor it was started
-    with (stdout is moved to stderr, so nothing a library prints can mix in)."""
+    """A worker that grades job after job: nbgrader and the graders are imported once, here,
+    and every job runs in a fresh fork of this process (:func:`run`). It reads one job's spec
+    per line on stdin, as JSON (a student's folder name may hold any character), and answers
+    ``done`` on the descriptor it was started with (stdout is moved to stderr, so nothing a
+    library prints can mix in)."""
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    _warm()
     for line in sys.stdin:
-        result = run(json.loads(Path(line.strip()).read_text()))
+        run(json.loads(line))
         out.write("done\n")
         out.flush()
-        if result.get("trusted_limit"):     # a fresh worker for the next job
-            break
+
+
+def _warm() -> None:
+    """Import what every job needs once, before the first fork."""
+    import nbgrader.api  # noqa: F401
+    import nbgrader.apps  # noqa: F401
+
+    from . import execute, verdict  # noqa: F401
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """``pplab grade --slurm``: one Slurm job per submission, submitted with submitit.
 
 Each job runs :func:`.job.run` on a compute node, with the same sandbox as a local run (and
-the same limits on the trusted job process, :mod:`.trusted_limits`);
+the same limits on the trusted job process, held by its parent: :mod:`.trusted_limits`);
 the state folder (next to ``--out``) must be on a file system the nodes share, as
 submitit's own job folder must. Results arrive as the jobs write them, so progress, the
 ETA and ``--resume`` work as they do locally.
@@ -42,7 +42,7 @@ def run_on_slurm(opts, specs: list[dict], progress) -> None:
                          **({"partition": opts.slurm_partition} if opts.slurm_partition
                             else {}))
     with ex.batch():
-        jobs = [ex.submit(run, spec) for spec in specs]
+        jobs = [ex.submit(run, dict(spec, timeout=opts.timeout)) for spec in specs]
     pending = dict(zip(jobs, specs))
     while pending:
         for job in [j for j in pending if j.done()]:

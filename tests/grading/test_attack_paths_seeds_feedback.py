@@ -12,15 +12,18 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import nbformat
+import psutil
 import pytest
 
 from pplab.exercises.hidden import grade, seed_digest
 from pplab.grading import classroom, job, safe_paths
 from pplab.grading.sanitize import clean_html
+from pplab.grading.untrusted import sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE = "01_bubble_and_1f1b"
@@ -154,29 +157,88 @@ def runaway(spec, work):
         return {"ok": True, "scores": [["task1", 1.0, 1.0]],
                 "limits": [resource.getrlimit(resource.RLIMIT_AS)[0],
                            resource.getrlimit(resource.RLIMIT_CPU)[0]]}
+    if spec["student"] == "one_c_call":     # one call that never reaches a bytecode boundary:
+        step = 2 ** 61 - 1                  # 200,000 numbers with one hash, quadratic
+        return set(range(0, step * 200_000, step))
     grow = []
     while True:                     # a verdict that expands a result without end
         grow.append(bytearray(1 << 20)) if spec["student"] == "hog" else sum(range(10**6))
 job._run = runaway
 out = [job.run({"student": s, "assignment": "a", "seed": 7, "workdir": sys.argv[1] + "/" + s,
-                "result": sys.argv[1] + f"/{s}.json"}) for s in ("hog", "spin", "honest")]
+                "result": sys.argv[1] + f"/{s}.json", "timeout": 60})
+       for s in ("hog", "spin", "one_c_call", "honest")]
 print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_a_runaway_trusted_job_ends_as_its_own_error_line(tmp_path):
+    """Memory, a Python loop and one C call that no signal handler can interrupt: each is
+    stopped at its limit (the kernel's, held by the job's parent), and says so."""
     env = dict(os.environ, PPLAB_TRUSTED_MEMORY_GB="0.5", PPLAB_TRUSTED_CPU_S="2")
     r = subprocess.run([sys.executable, "-c", RUN_JOBS, str(tmp_path)], env=env,
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stderr[-2000:]
-    hog, spin, honest = json.loads(r.stdout.splitlines()[-1])
+    hog, spin, c_call, honest = json.loads(r.stdout.splitlines()[-1])
     assert not hog["ok"] and hog["trusted_limit"]
     assert hog["why"] == ("the trusted grader ran out of its 0.5 GiB memory limit on this "
                           "submission and stopped")
-    assert not spin["ok"] and "more than 2 CPU seconds" in spin["why"]
+    for stopped in (spin, c_call):
+        assert not stopped["ok"] and stopped["trusted_limit"]
+        assert stopped["why"] == ("the trusted grader used more than 2 CPU seconds on this "
+                                  "submission and was stopped")
     assert honest["ok"] and honest["limits"][0] == 1 << 29 and honest["limits"][1] < 10_000
     assert "seed" not in honest and honest["seed_digest"] == seed_digest(7)
     assert json.loads((tmp_path / "hog.json").read_text())["why"] == hog["why"]
+
+
+KILLED_JOBS = """
+import json, os, signal, sys, time
+from pathlib import Path
+from pplab.grading import job
+from pplab.grading.untrusted import sandbox, student_edition
+here = Path(sys.argv[1])
+def killed(spec, work):
+    if spec["student"] == "slow":
+        time.sleep(600)
+    lib = student_edition.build(["closed_forms.*"], here / "lib")
+    box = sandbox.Sandbox(lib)
+    box.request({"op": "execute", "code": "import time; time.sleep(1)"}, 120)
+    (here / "pid").write_text(str(os.getpid()))
+    os.kill(os.getpid(), signal.SIGKILL)        # as --timeout or a limit kills a job
+job._run = killed
+out = [job.run({"student": s, "assignment": "a", "seed": 7, "workdir": str(here / s),
+                "result": str(here / f"{s}.json"), "timeout": t})
+       for s, t in (("killed", 300), ("slow", 2))]
+print(json.dumps(out))
+"""
+
+
+def _named_after(pid: int) -> list[str]:
+    """Sandbox folders and cgroups named after the job process ``pid``."""
+    prefix = f"pplab-sandbox-{pid}-"
+    found = [str(p) for p in Path(tempfile.gettempdir()).glob(prefix + "*")]
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        found += [os.path.join(top, d) for d in dirs if d.startswith(prefix)]
+    return found
+
+
+@pytest.mark.slow
+def test_a_killed_job_leaves_no_sandbox_folder_cgroup_or_process(tmp_path):
+    """A job killed while its sandbox runs (as ``--timeout`` kills one) leaves nothing behind:
+    its parent removes the sandbox's folder and cgroup, and the sandbox died with the job."""
+    if sandbox.unavailable():
+        pytest.skip(sandbox.unavailable())
+    r = subprocess.run([sys.executable, "-c", KILLED_JOBS, str(tmp_path)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    killed, slow = json.loads(r.stdout.splitlines()[-1])
+    pid = int((tmp_path / "pid").read_text())
+    assert killed["why"] == "the grading job was killed by signal SIGKILL"
+    assert slow["why"] == "the notebook did not finish within 2 s and was stopped"
+    assert _named_after(pid) == []
+    assert not [p for p in psutil.process_iter(["cmdline"])
+                if str(tmp_path / "lib") in " ".join(p.info["cmdline"] or [])]
 
 
 def test_the_default_trusted_limits_fit_a_normal_job():

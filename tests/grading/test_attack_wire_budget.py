@@ -147,3 +147,65 @@ def test_the_sandbox_reads_a_reply_too_deep_for_json_as_a_refused_answer(tmp_pat
 def wire_decode(value):
     from pplab.grading.untrusted import wire
     return wire.decode(value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit", ["Python's digit limit", "the limit lifted in the kernel"])
+def test_a_5000_digit_answer_zeroes_only_its_own_task(tmp_path, limit):
+    """A real sandboxed kernel answers one task with 10**5000: as is (Python refuses to write
+    it as JSON) and with the digit limit lifted in the student's kernel (then the trusted
+    side reads past Python's limit). Only that task scores 0; the kernel lives on and the
+    next task is graded."""
+    from pplab.grading.execute import Session
+    from pplab.grading.untrusted import sandbox, student_edition
+    from pplab.grading.verdict import grader, judge
+    if sandbox.unavailable():
+        pytest.skip(sandbox.unavailable())
+    cut = {p for check in ("check_layer_placement", "check_p2p_messages")
+           for p in grader(check).blocked()}
+    session = Session(student_edition.build(sorted(cut), tmp_path), 60, True, sandbox.Limits())
+    lift = "sys.set_int_max_str_digits(0)" if "lifted" in limit else ""
+    try:
+        session.ask({"op": "execute", "code": f"import sys\n{lift}\n"
+                     "def layers_on_rank(L, P, V, r):\n    return 10 ** 5000\n"
+                     "def p2p_messages(P, M, V):\n"
+                     "    return 0 if P == 1 else 2 * (P * V - 1) * M\n"})
+        cell = "### BEGIN HIDDEN TESTS\ngrade({!r}, {})\n### END HIDDEN TESTS\n".format
+        first = judge(session, cell("check_layer_placement", "layers_on_rank"), 1)
+        second = judge(session, cell("check_p2p_messages", "p2p_messages"), 1)
+    finally:
+        session.close()
+    assert first[-1]["output_type"] == "error", first
+    why = "a whole number of 5001 digits" if lift else "cannot be sent as data"
+    assert why in first[-1]["evalue"], first[-1]["evalue"]
+    assert second[-1]["output_type"] == "stream", second
+    assert "hidden tests passed" in second[-1]["text"] and session.stopped is None
+
+
+PARSER_ATTACKS = {
+    "a 65-byte range of numbers with one hash": (
+        "check_layer_placement", "lambda L, P, V, r: range(0, (2**61 - 1) * 200_000, "
+                                 "2**61 - 1)", "the model has only"),
+    "a 1 MB row of '( ( ( …'": (
+        "check_text_schedule", "['( ' * 500_000, '1F0 1B0']", "longer than any exercise"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", list(PARSER_ATTACKS), ids=list(PARSER_ATTACKS))
+def test_a_verdict_on_a_costly_answer_costs_little(attack):
+    """Answers that made one C call in a verdict quadratic (a set of colliding numbers, a
+    regular expression over a long row) are refused on their length before any of it."""
+    check, answer, why = PARSER_ATTACKS[attack]
+    extra = ", 2, 2" if check == "check_text_schedule" else ""
+    report = _bounded(f"""
+        resource.setrlimit(resource.RLIMIT_CPU, (30, 30))
+        from pplab import exercises
+        answer = {answer}
+        try:
+            exercises.{check}(answer{extra})
+            result = "passed"
+        except AssertionError as e:
+            result = str(e)
+    """)
+    assert why in report["result"], report

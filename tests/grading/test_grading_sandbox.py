@@ -13,6 +13,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -266,6 +267,16 @@ for _ in range(1024):
         print("write refused:", e); break'''
 
 
+HUGE_NUMBER = '''import sys
+sys.set_int_max_str_digits(0)               # lifted in the kernel: the grader must cope
+def bubble_of_total(P, M):
+    return 10 ** 5000
+def bubble_of_ideal(P, M):
+    return 10 ** 5000'''
+
+NEWLINE = "new\nline"
+
+
 def _spy(targets: dict) -> str:
     """Read the answer key, the class's files, the home directory and /etc; overwrite every
     classmate's notebook; write outside the scratch; call home on the host's loopback."""
@@ -340,9 +351,11 @@ def _red_team_class(tmp_path: Path, port: int, canary: Path) -> Path:
     sub = tmp_path / "submitted"
     attacks = {"frames": FRAMES, "copy_by_path": COPY_BY_PATH, "import_hook": IMPORT_HOOK,
                "transformer": TRANSFORMER, "fork_bomb": FORK_BOMB, "memory_hog": MEMORY_HOG,
-               "loop": LOOP, "flood": FLOOD, "disk_filler": DISK_FILLER}
+               "loop": LOOP, "flood": FLOOD, "disk_filler": DISK_FILLER,
+               "huge_number": HUGE_NUMBER}
     honest = nbformat.read(SOLUTION, as_version=4)
     _write(sub, "honest", honest)
+    _write(sub, NEWLINE, honest)                # the job's spec must carry any name
     for student, code in attacks.items():
         nb = nbformat.read(SOLUTION, as_version=4)
         _answer(nb, "task1", code)
@@ -444,18 +457,23 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
     def page(student):
         return (fb / student / NAME / f"{NAME}.html").read_text()
 
-    assert [scores[("honest", f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2]
+    for student in ("honest", NEWLINE):
+        assert [scores[(student, f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2], student
     for student in ("frames", "copy_by_path", "import_hook", "transformer", "fork_bomb",
                     "memory_hog", "loop", "flood", "aaa_spy", "not_json", "symlink",
-                    "forged_grade_cell"):
+                    "forged_grade_cell", "huge_number"):
         assert scores[(student, "task1")] == 0, student
     assert maxima[("forged_grade_cell", "task1")] == 2
-    for student in ("frames", "import_hook", "transformer", "aaa_spy", "loop", "flood"):
+    for student in ("frames", "import_hook", "transformer", "aaa_spy", "loop", "flood",
+                    "huge_number"):
         assert [scores[(student, f"task{i}")] for i in (2, 3, 4)] == [3, 3, 2], student
+    assert "a whole number of 5001 digits" in page("huge_number")
     assert "bubble_of_total" in page("frames")
     assert "derive it, not to call pplab.registry.make_schedule" in page("copy_by_path")
     assert "bubble_of_total(" in page("import_hook") and "bubble_of_total(" in page("transformer")
-    assert "MemoryError" in page("memory_hog")
+    # stopped by a limit it names: its address space (MemoryError) as a rule, but on a busy
+    # machine touching 3 GB may take its cell past --cell-timeout first (docs/teaching.md)
+    assert re.search(r"MemoryError|CellTimeoutError: the cell ran past", page("memory_hog"))
     assert "fork refused after" in _outputs(out, "fork_bomb")
     filled = [ln for ln in _outputs(out, "disk_filler").splitlines() if ln.startswith("full")]
     assert len(filled) == 3 and all(int(ln.split()[2]) <= 512 for ln in filled), filled

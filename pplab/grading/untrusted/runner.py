@@ -162,8 +162,17 @@ def serve(pipe) -> None:
                 reply = _answer(shell, op, req)
         except Exception:                       # noqa: BLE001 — keep serving
             reply = {"error": traceback.format_exc(limit=3)[-2000:]}
-        pipe.write(json.dumps(reply) + "\n")
+        pipe.write(_dumps(reply) + "\n")
         pipe.flush()
+
+
+def _dumps(reply: dict) -> str:
+    """The reply as one JSON line; one that cannot be written (a whole number past Python's
+    4,300-digit limit) becomes an error for that request only."""
+    try:
+        return json.dumps(reply)
+    except (ValueError, TypeError) as e:
+        return json.dumps({"error": f"the answer cannot be sent as data: {e}"[:2000]})
 
 
 def _answer(shell, op: str, req: dict) -> dict:

@@ -196,6 +196,14 @@ def _drop(uid: int | None) -> list[str]:
             "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
 
 
+def sweep(pid: int) -> None:
+    """Remove what the sandboxes of the process ``pid``, killed, could not: their folders and
+    cgroups, both named after it (its sandboxes' processes die with it: --die-with-parent)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{cgroups.PREFIX}{pid}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
+    cgroups.sweep(pid)
+
+
 class Sandbox:
     """A running student kernel; ``request`` sends it one op and reads one capped reply."""
 
@@ -203,7 +211,7 @@ class Sandbox:
                  isolate: bool = True):
         slot = os.getpid() if slot is None else slot
         self.limits, self.uid = limits, (_sandbox_uid(slot) if isolate else None)
-        self.dir = Path(tempfile.mkdtemp(prefix="pplab-sandbox-"))
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{cgroups.PREFIX}{os.getpid()}-"))
         etc = self.dir / "etc"
         etc.mkdir()
         for name, text in ETC_FILES.items():
@@ -262,6 +270,7 @@ class Sandbox:
             reply = read_reply(line)    # nesting past the JSON reader: a refused answer
         except ValueError:
             raise self._fail("the sandboxed kernel answered something that is not data")
+        reply.pop("timed_out", None)        # the trusted side's to say, never the kernel's
         if late:
             reply["timed_out"] = timeout
         return reply

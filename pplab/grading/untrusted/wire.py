@@ -27,6 +27,7 @@ MAX_LEN = 1_000_000         # items in one list, set, dict or range
 MAX_DEPTH = 100             # JSON nesting
 MAX_TEXT = 1_000_000        # characters in one string
 MAX_INT_BITS = 256          # the size of one whole number
+MAX_INT_DIGITS = 78         # its decimal digits (2**256 has 78)
 
 #: tensor dtypes rebuilt on the trusted side; a tensor sent without one is float32
 TENSOR_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16",
@@ -111,7 +112,7 @@ def read_reply(line: bytes | str) -> dict:
     refused value (that task scores 0 with the reason) rather than an error that stops the
     grader; what is not JSON raises ValueError, as ``json.loads`` does."""
     try:
-        reply = json.loads(line)
+        reply = json.loads(line, parse_int=_whole_number)
     except RecursionError:
         why = "the answer is nested too deeply to read"
         return {"value": {"__repr__": why}, "refused": why,
@@ -119,6 +120,15 @@ def read_reply(line: bytes | str) -> dict:
     if not isinstance(reply, dict):
         raise ValueError("a reply is a JSON object")
     return reply
+
+
+def _whole_number(text: str):
+    """A whole number as JSON sent it; one far past the cap stays a refused value (Python
+    would refuse to read one of over 4,300 digits, and that error would end the sandbox)."""
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        return {"__repr__": f"refused: a whole number of {len(text.lstrip('-'))} digits; the "
+                            f"cap is {MAX_INT_BITS} bits"}
+    return int(text)
 
 
 def _range_length(spec) -> int:
