@@ -25,3 +25,15 @@ def test_llama3_cp_row_is_stated_like_the_others():
     model, cfg = published_runs.llama3_cp_layout(TABLE4[2])
     assert (cfg.tp, cfg.cp, cfg.pp, cfg.dp, cfg.num_gpus) == (8, 16, 16, 8, 16384)
     assert model.seq == 131072 and cfg.microbatches == TABLE4[2].batch_per_dp
+
+
+@pytest.mark.slow
+def test_the_fitted_efficiency_reproduces_its_own_runs():
+    """At the fitted efficiency the runs it was fitted on average out at 1 (geometric mean)."""
+    import math
+    eff = published_runs.fitted_efficiency()
+    runs = [r for r in published_runs._runs() if published_runs._name(r) in
+            published_runs.FIT_ON]
+    assert len(runs) == 2
+    logs = [math.log(published_runs.throughput_ratio(r, eff)) for r in runs]
+    assert abs(sum(logs)) < 1e-3 and 0.3 < eff < 0.8
