@@ -453,7 +453,7 @@ def _dualpipe_m() -> str:
 
 @_reveals("05.bubble-v2")
 def _bubble_v2() -> str:
-    P, M = 6, 12
+    P, M = 6, 18
     lines = [" V  makespan  idle÷ideal  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
     for V in (1, 2, 4, 8):
         tl = simulate(make_schedule("interleaved", P, M, V))
@@ -507,6 +507,31 @@ def _zero1_70b() -> str:
     assert abs(sum(model_states_bytes(psi, nd, 1)) / GB - (4 * 70 + 12 * 70 / 64)) < 1e-9
     return "\n".join(f"ZeRO-{z}: {sum(model_states_bytes(psi, nd, z)) / GB:6.1f} GB   "
                      f"(lecture: {claims[z]})" for z in (1, 2, 3))
+
+
+@_reveals("07.gpipe-vs-1f1b", "07.zbh1-peak-rank")
+def _schedules_memory() -> str:
+    from ..memory import ParallelConfig, get_preset, memory_report
+    GB = 1e9
+    m = get_preset("llama3-70b").with_(seq=4096)
+    cfg = ParallelConfig(tp=8, pp=8, dp=8, zero=1, sp=True, recompute="selective",
+                         microbatches=32)
+    lines, reps = [], {}
+    for name, V in (("gpipe", None), ("1f1b", None), ("interleaved", 2), ("zb-h1", None),
+                    ("dualpipev", None), ("dualpipe", None)):
+        rep = reps[name] = memory_report(m, cfg.with_(schedule=name, virtual=V))
+        r0 = rep.per_rank[0]
+        lines.append(f"{name:11s} rank 0: in-flight {r0.inflight:5.2f} rank-shares, params "
+                     f"{r0.params / GB:5.2f} GB, activations {r0.activations / GB:6.2f} GB, peak "
+                     f"{rep.peak_bytes / GB:6.2f} GB on rank {rep.peak_rank}")
+    assert reps["gpipe"].per_rank[0].inflight == 4 * reps["1f1b"].per_rank[0].inflight
+    assert reps["zb-h1"].peak_rank == cfg.pp - 1
+    lines.append("GPipe's rank 0 holds all M = 32 microbatches, 1F1B's P = 8. Under ZB-H1 the "
+                 "last rank holds 1 whole microbatch and 7 with a pending W; with selective "
+                 "recomputation a pending W keeps 32 of a whole one's 34 bytes per token and "
+                 "hidden unit, and with the output layer and the fp32 logits that rank becomes "
+                 "the peak.")
+    return "\n".join(lines)
 
 
 @_reveals("08.layer-gb")

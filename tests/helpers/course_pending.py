@@ -14,9 +14,9 @@ PENDING_LESSONS = {
     # test_choices.py: no tell in the length of the right option
     "choices": set(),
     # test_lessons_predict.py: nothing around a prediction states its answer (source)
-    "around": {"06", "14"},
+    "around": set(),
     # test_run_all.py: Run All shows no answer to an open question (the page)
-    "run-all": {"06", "07", "14"},
+    "run-all": set(),
     # test_run_all.py: each guess shows its measurement once, in its own widget
     "reveal-in-place": set(),
     # test_run_all.py: every cell tagged nbval-skip runs its job inside real_job(...)

@@ -82,7 +82,7 @@ SHORT_ANSWERS = [
     ("02.ratio-to-ideal", "the step takes P − 1 = 3 times longer than ideal on top of it",
      "with P = 3 ranks the idle share is (P−1)/P"),
     ("02.ratio-to-ideal", "bubble ÷ ideal = 3 here", "3 ranks wait for the first"),
-    ("09.dp", "so DP = 8 replicas", "TP = 8 inside each node, DP = 2"),
+    ("09.dp", "so DP = 3 replicas", "TP = 8 inside each node, DP = 2"),
     ("12.scale-grads", "summed, the gradient is 4× the full-batch gradient",
      "M = 4 microbatches and scale_grads=False"),
     ("09.loudest-axis", "TP moves by far the most bytes per step",

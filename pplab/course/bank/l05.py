@@ -7,13 +7,13 @@ from ..questions import Option, Question
 QUESTIONS = (
     Question(
         "05.bubble-v2", "predict", "number",
-        "Interleaved 1F1B, P = 4, M = 12, V = 2 chunks per rank. The bubble ÷ ideal, in %?",
-        answer=lambda: bubble_pct("interleaved", 4, 12, 2, ideal=True), unit="%",
-        traps=((25.0, "25% is plain 1F1B's (P−1)/M: the chunks make the fill V times "
-                      "shorter."),
-               (100 * 3 / 27, "That is ÷ total, (P−1)/(V·M+P−1); the question asks ÷ ideal.")),
+        "Interleaved 1F1B, P = 6, M = 18, V = 2 chunks per rank. The bubble ÷ ideal, in %?",
+        answer=lambda: bubble_pct("interleaved", 6, 18, 2, ideal=True), unit="%",
+        traps=((100 * 5 / 18, "That is plain 1F1B's (P−1)/M: the chunks make the fill V times "
+                              "shorter."),
+               (100 * 5 / 41, "That is ÷ total, (P−1)/(V·M+P−1); the question asks ÷ ideal.")),
         explain="Each hop of the fill costs tf/V instead of tf, so the fill and drain shrink "
-                "to (P−1)(tf+tb)/V while the work stays: (P−1)/(V·M) = 3/24."),
+                "to (P−1)(tf+tb)/V while the work stays: (P−1)/(V·M) = 5/36."),
     Question(
         "05.messages", "predict", "number",
         "How many point-to-point messages does one step of interleaved 1F1B send at P = 4, "

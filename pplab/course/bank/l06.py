@@ -21,9 +21,8 @@ QUESTIONS = (
                         "After I, only what the weight gradients need stays: a pending W is "
                         "lighter than a whole microbatch."),
                  Option("One whole and three waiting for W, which keep only a part",
-                        "Rank r postpones up to r of its Ws: P − r whole microbatches and r "
-                        "pending ones (Zero Bubble's worker i: (P − i + 1)·M_B + (i − 1)·M_W, "
-                        "with M_W = 32·s·b·h per layer).", True),
+                        "Three of its Ws wait, and a pending W keeps only what the weight "
+                        "gradients need: less than a whole microbatch.", True),
                  Option("Seven microbatches: ZB-H1 runs ahead up to 2P − 1 of them",
                         "2P − 1 is ZB-H2's cap; ZB-H1 keeps 1F1B's P.")),
         explain="The reveal prints whole and pending microbatches per rank at its peak, then "
@@ -36,7 +35,8 @@ QUESTIONS = (
                         "(P−1)/(2M) — the formula in the article From GPipe to DualPipe — is a "
                         "share of the step, and not DeepSeek's."),
                  Option("stays the same: the fill and drain do not grow with M",
-                        "(P/2−1)(F&B + B − 3W) per step, whatever M.", True),
+                        "Table 2's DualPipe bubble has no M in it: a fixed cost per step.",
+                        True),
                  Option("doubles: twice the microbatches wait at twice the turns",
                         "Each microbatch turns once per direction; the wait at the ends does "
                         "not grow with M.")),

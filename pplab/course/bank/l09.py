@@ -10,12 +10,13 @@ QUESTIONS = (
                         True),
                  Option("PP", "One activation per stage boundary per microbatch: small."),
                  Option("DP", "The gradients once per step: 2Ψ of this rank's share.")),
-        explain="The cell below prints the bytes and times per axis."),
+        explain="TP all-reduces an s·b·h activation four times per layer per microbatch; PP "
+                "sends one per stage boundary; DP moves the gradients once per step."),
     Question(
         "09.dp", "predict", "number",
-        "256 GPUs, TP = 8, PP = 4. What is DP?", answer=8, tol=0.0,
+        "96 GPUs, TP = 8, PP = 4. What is DP?", answer=3, tol=0.0,
         source="GPUs ÷ (TP × PP)",
-        traps=((64, "64 = 256/4 forgets TP."), (32, "32 = 256/8 forgets PP.")),
+        traps=((24, "24 = 96/4 forgets TP."), (12, "12 = 96/8 forgets PP.")),
         explain="Every GPU is in exactly one TP, one PP and one DP group."),
     Question(
         "09.planner-tp", "predict", "choice",
