@@ -40,7 +40,10 @@ QUESTIONS = (
                  Option("About 1: each microbatch sees weights updated by the last",
                         "That would be stepping the optimizer after every microbatch; here it "
                         "steps once, after the flush.")),
-        source="a real run", explain="Run the panel below and read the gradient error."),
+        source="a real run",
+        explain="The pipeline adds the same microbatch gradients in another order: float "
+                "round-off. The measurement checks it in one process; the panel below, across "
+                "four."),
     Question(
         "00.q-bubble", "quiz", "choice",
         "What is the bubble?",
