@@ -22,19 +22,7 @@ pytest.importorskip("pytest_playwright")
 
 import browser_util as B
 
-ROOT, TOKEN, ARGS = B.ROOT, B.TOKEN, B.ARGS
-
-
-@pytest.fixture(scope="module")
-def lab():
-    """A throw-away JupyterLab on 127.0.0.1 serving a copy of notebooks/ (browser_util)."""
-    with B.jupyter_lab(ROOT / "notebooks") as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": ARGS}
+TOKEN = B.TOKEN
 
 
 COMM_IDLE_JS = """() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;

@@ -1,9 +1,11 @@
 """The course with no install: the JupyterLite site (built by tools/build_site.py when missing
-or stale) served on 127.0.0.1, every lesson opened in Debian's Chromium and run top to bottom.
-Asserts no error outputs, every canvas redraws at its sliders' ends (the drawn scene is the
-kernel's), questions answer, no request leaves 127.0.0.1 (Playwright aborts and records any
-other), and progress written by the kernel survives a reload (browser storage). Cells that
-need torch print one line there instead (pplab.probe.env). Latency there:
+or stale) served on 127.0.0.1, lesson 03 (``PPLAB_BROWSER_LESSONS``: see
+test_browser_lessons.py) opened in Debian's Chromium and run top to bottom, read as a student
+sees it (nothing revealed before the guess, the reveal after it, once). Asserts no error
+outputs, every canvas redraws at its sliders' ends (the drawn scene is the kernel's),
+questions answer, no request leaves 127.0.0.1 (Playwright aborts and records any other), and
+progress written by the kernel survives a reload (browser storage). Cells that need torch
+print one line there instead (pplab.probe.env). Latency there:
 benchmarks/bench_browser.py --lite."""
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import browser_util as B
-from test_browser_lessons import check_lesson
+from test_browser_lessons import LESSONS, check_lesson, check_nothing_given_away
 
 if not Path(B.CHROMIUM).exists():
     pytest.skip(f"no Chromium at {B.CHROMIUM} (apt-get install chromium to run browser tests)",
@@ -26,18 +28,6 @@ if any(__import__("shutil").which(tool) is None for tool in ("npm", "node")):
     pytest.skip("npm and node are needed to build the JupyterLite site", allow_module_level=True)
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def site_url():
-    site = B.ensure_site(B.ROOT / "site")
-    with B.static_server(site) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    return {**browser_type_launch_args, "executable_path": B.CHROMIUM, "args": B.ARGS}
 
 
 @pytest.fixture
@@ -56,11 +46,13 @@ def local_only(page, site_url):
     assert not outside, f"requests left 127.0.0.1: {outside[:5]}"
 
 
-@pytest.mark.parametrize("lesson", B.LESSONS, ids=[p.stem for p in B.LESSONS])
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_lesson_in_jupyterlite(page, site_url, local_only, lesson):
     panel = B.open_notebook(page, f"{site_url}/lab/index.html?path={lesson.name}", lesson.name)
     B.run_all(page)
     page.wait_for_timeout(500)
+    if lesson.name.startswith("03_"):
+        check_nothing_given_away(page, panel)
     check_lesson(page, panel, f"lite_{lesson.stem}", lesson)
 
 
@@ -79,11 +71,10 @@ def test_progress_survives_a_reload(page, site_url, local_only):
     assert "quiz-1" in B.kernel_exec(page, PROGRESS_PY.format(""))
 
 
-def test_kernel_starts_from_the_lock_with_bytecode():
+def test_kernel_starts_from_the_lock_with_bytecode(site):
     """What makes the kernel start fast (tools/build_site.py): its own wheels are preloaded
     from Pyodide's lock (no micropip install at start-up), and every preloaded wheel holds
     bytecode for the site's Python (else the kernel compiles IPython & co. at each start)."""
-    site = B.ensure_site(B.ROOT / "site")
     cfg = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"]
     kernel = cfg["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     preload = kernel["loadPyodideOptions"]["packages"]

@@ -206,8 +206,12 @@ def kernel_exec(page, code: str) -> str:
 
 def canvas_roots(panel) -> list:
     """The widget box of each live canvas (controls + message + picture); static pictures
-    drawn by the page (pplab.draw in JupyterLite) have no box and are left out."""
-    canvases = panel.locator(".widget-vbox canvas.pplab-scene")
+    drawn by the page (pplab.draw in JupyterLite) have no box or stand in a question's
+    measurement (``.pplab-reveal``), and are left out."""
+    box = "contains(concat(' ', @class, ' '), ' {} ')"
+    canvases = panel.locator(f"xpath=.//canvas[{box.format('pplab-scene')}]"
+                             f"[ancestor::div[{box.format('widget-vbox')}]]"
+                             f"[not(ancestor::*[{box.format('pplab-reveal')}])]")
     return [canvases.nth(i).locator("xpath=ancestor::div[contains(concat(' ', @class, ' '),"
                                     " ' widget-vbox ')][1]") for i in range(canvases.count())]
 
@@ -273,10 +277,13 @@ def drawn_scene(root):
 
 def answer_questions(page, panel) -> int:
     """Answer every quiz/prediction widget (contract: .pplab-question holding .pplab-answer,
-    .pplab-check, .pplab-feedback) and wait for each to give feedback."""
+    .pplab-check, .pplab-feedback) not answered yet and wait for each to give feedback;
+    returns how many questions there are."""
     qs = panel.locator(".pplab-question")
     for i in range(qs.count()):
         q = qs.nth(i)
+        if q.locator(".pplab-feedback").inner_text().strip():
+            continue                            # committed already (a test's own answer)
         q.scroll_into_view_if_needed()
         ans = q.locator(".pplab-answer")
         if ans.locator("input[type=radio]").count():
@@ -289,9 +296,13 @@ def answer_questions(page, panel) -> int:
             box.dispatch_event("change")
         check = q.locator(".pplab-check")
         (check.locator("button").first if check.locator("button").count() else check).click()
-        page.wait_for_function("q => { const f = q.querySelector('.pplab-feedback');"
-                               " return f && f.innerText.trim().length > 0; }",
-                               arg=q.element_handle(), timeout=30_000)
+        try:
+            page.wait_for_function("q => { const f = q.querySelector('.pplab-feedback');"
+                                   " return f && f.innerText.trim().length > 0; }",
+                                   arg=q.element_handle(), timeout=120_000)
+        except Exception as e:
+            raise AssertionError(f"no feedback from question {i}: {q.inner_text()[:300]!r}") \
+                from e
     return qs.count()
 
 
