@@ -31,12 +31,13 @@ LABENV = JUPYTER_CONFIG_PATH=$(CURDIR)/tools/jupyter-config$(if $(JUPYTER_CONFIG
 lab: $(STAMP)
 	$(LABENV) $(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) $(LABFLAGS) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
 
+# a worker per core; tests that start real components keep to their group (tests/conftest.py)
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n auto --dist loadgroup tests
 	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
 
 # the edit loop: no test over half a second, no torchrun, notebook runs or browser, a worker
-# per core (pytest-xdist); make test runs everything in one process (its time: README)
+# per core (pytest-xdist); make test runs everything (its time: README)
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" -n auto tests
 

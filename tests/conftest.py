@@ -62,6 +62,14 @@ TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
                   "test_grading.py::test_pplab_grade_runs_the_instructor_workflow")
 
 
+#: ``make test`` runs a worker per core with ``--dist loadgroup``: the tests that start real
+#: components run one at a time within their group, each group on one worker (the first of
+#: these markers a test has names its group): the Slurm cluster and network namespaces (fixed
+#: names and addresses), the browser (one Chromium, one JupyterLab, one site build, the hub),
+#: torchrun jobs (their ranks fill the cores), the rest of the slow tier (sandboxes, kernels)
+GROUPS = ("cluster", "browser", "torchrun", "slow")
+
+
 def pytest_configure(config):
     for name, text in (("slow", "over half a second on 2 cores, or real processes; not in "
                                  "make test-fast"),
@@ -101,6 +109,9 @@ def pytest_collection_modifyitems(config, items):
             marks += ("torchrun", "slow")
         for name in dict.fromkeys(marks):
             item.add_marker(getattr(pytest.mark, name))
+        group = next((g for g in GROUPS if g in marks), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)
