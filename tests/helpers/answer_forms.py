@@ -121,10 +121,10 @@ def normalise(text: str) -> str:
 def _number(text: str) -> re.Pattern:
     """``text`` as a number: not part of a longer number; ``%`` may follow a space, and a
     number that is not a percentage is not followed by one (37.5 GB is not 37.5 %), nor by a
-    letter (128K tokens are not 128 GB)."""
+    letter (128K tokens are not 128 GB), nor preceded by one (fp32 and H100 are names)."""
     body = re.escape(text).replace("%", r"\s?%").replace("/", r"\s?/\s?")
     end = r"(?![\d]|[.,]\d|\s?%|[A-Za-z])" if text[-1].isdigit() else ""
-    return re.compile(r"(?<![\d.,])" + body + end)
+    return re.compile(r"(?<![\d.,A-Za-z])" + body + end)
 
 
 def _fraction_forms(value: float, texts: list[str], lowest: bool = True) -> list[str]:

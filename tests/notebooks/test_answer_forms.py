@@ -115,3 +115,8 @@ def test_a_count_next_to_its_setting_is_found_in_the_lessons_before():
     assert not found("10.messages", "36 GB per step on 4 GPUs", scope="course")
     assert found("04.same-bubble", "Next: 1F1B, the same bubble at the same P and M",
                  scope="course")
+
+
+def test_a_number_glued_to_a_name_is_not_the_value():
+    assert found("14.m-per-replica", "each pipeline runs 32 microbatches")
+    assert not found("14.m-per-replica", "the gradients accumulate in fp32 over the step")

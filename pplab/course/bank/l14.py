@@ -35,7 +35,8 @@ QUESTIONS = (
                 "microbatch; Table 4 prints the first as 'batch size/DP'."),
     Question(
         "14.denominators", "predict", "choice",
-        "P = 16 ranks, V = 8 chunks per rank, M = 32, all chunks equal. Stanford CS336's "
+        "P = 16 ranks, V = 8 chunks per rank, the 8,192-GPU row's M (section 1), all chunks "
+        "equal. Stanford CS336's "
         "Lecture 8 notes give 405B's bubble as 10.5% in one place and 19% in another. What do "
         "the two denominators give?",
         options=(Option("Both near 6%, idle ÷ busy the larger of the two",
@@ -55,7 +56,8 @@ QUESTIONS = (
         "14.lighter-ends", "predict", "choice",
         "Now the chunks as Llama 3 made them: the first holds the embedding alone, the last the "
         "output layer and loss alone (about 0.6 of a layer's FLOPs), 126 layers on the other "
-        "126 chunks. At M = 32, how far does the simulated bubble move from the equal-chunk one?",
+        "126 chunks. At the same M, how far does the simulated bubble move from the equal-chunk "
+        "one?",
         options=(Option("Under half a point: the full ranks in between still set the pace",
                         "Two ranks lose a layer; the fourteen in between pace the step, and the "
                         "fill and drain still cross all 16 ranks 8 times.", True),
@@ -109,9 +111,9 @@ QUESTIONS = (
         options=(Option("Idle ÷ total at 16,384 GPUs, where V·M = 8 · 16",
                         "Right, and only by coincidence: the notes got 128 from another "
                         "batch, DP and formula.", True),
-                 Option("Idle ÷ busy at 8,192 GPUs, where V·M = 8 · 32", "That is 15/256, "
+                 Option("Idle ÷ busy at 8,192 GPUs, where V·M = 256", "That is 15/256, "
                         "5.9%."),
-                 Option("Idle ÷ total at 8,192 GPUs, where V·M = 8 · 32", "That is 15/271, "
+                 Option("Idle ÷ total at 8,192 GPUs, where V·M = 256", "That is 15/271, "
                         "5.5%."),
                  Option("Idle ÷ total of 1F1B at 16,384 GPUs, where M = 16", "Llama 3 ran "
                         "interleaved 1F1B; with V = 1 and M = 16 it would idle 15/31 of the "
