@@ -472,8 +472,10 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
     assert "derive it, not to call pplab.registry.make_schedule" in page("copy_by_path")
     assert "bubble_of_total(" in page("import_hook") and "bubble_of_total(" in page("transformer")
     # stopped by a limit it names: its address space (MemoryError) as a rule, but on a busy
-    # machine touching 3 GB may take its cell past --cell-timeout first (docs/teaching.md)
-    assert re.search(r"MemoryError|CellTimeoutError: the cell ran past", page("memory_hog"))
+    # machine touching 3 GB may take its cell past --cell-timeout first, and where memory is
+    # short the kernel's OOM killer may end it first (docs/teaching.md)
+    assert re.search(r"MemoryError|CellTimeoutError: the cell ran past|killed by a resource "
+                     r"limit", page("memory_hog"))
     assert "fork refused after" in _outputs(out, "fork_bomb")
     filled = [ln for ln in _outputs(out, "disk_filler").splitlines() if ln.startswith("full")]
     assert len(filled) == 3 and all(int(ln.split()[2]) <= 512 for ln in filled), filled
