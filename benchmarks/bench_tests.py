@@ -1,17 +1,22 @@
-"""How long the test suite takes and how many tests it runs, as the README quotes it.
+"""How long the test suite takes and how many tests it runs, as the README quotes it, and where
+the time goes: the 20 slowest tests and the time per folder (setup + call + teardown, from
+pytest's ``--junitxml`` report; with workers these add up to more than the wall time).
 
 ``--fast`` times ``make test-fast`` (pytest -m "not slow" -n auto); without it, ``make test``
-(every test, then the notebooks and solutions under nbval). Heavy: run it alone, under the shared
+(every test with a worker per core, then the notebooks and solutions under nbval). Heavy: run it alone, under the shared
 lock where several people share the machine. ``--record`` writes the figures into
 docs/figures.json (section "tests_fast" or "tests"), ``make bench-tests`` does that.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import re
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from figures import record
@@ -20,17 +25,36 @@ ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(r"(\d+) passed")
 
 
-def timed(args: list[str]) -> tuple[float, int, str]:
-    """(seconds, tests passed, last line) of one pytest run; exits on a failure."""
-    t = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=ROOT,
-                       capture_output=True, text=True)
-    took = time.monotonic() - t
+def timed(args: list[str]) -> tuple[float, int, str, dict[str, float]]:
+    """(seconds, tests passed, last line, seconds per test id) of one pytest run; exits on a
+    failure."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.xml"
+        t = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={report}", *args],
+                           cwd=ROOT, capture_output=True, text=True)
+        took = time.monotonic() - t
+        per_test = {f"{c.get('classname', '')}::{c.get('name', '')}": float(c.get("time", 0))
+                    for c in ET.parse(report).iter("testcase")} if report.exists() else {}
     last = (r.stdout.strip().splitlines() or [""])[-1]
     if r.returncode != 0:
         sys.exit(f"pytest {' '.join(args)} failed: {last}")
     m = SUMMARY.search(last)
-    return took, int(m.group(1)) if m else 0, last
+    return took, int(m.group(1)) if m else 0, last, per_test
+
+
+def where_the_time_goes(per_test: dict[str, float], slowest: int = 20) -> str:
+    """The slowest tests, then the seconds per folder of tests/ (largest first)."""
+    lines = [f"{slowest} slowest tests:"]
+    for name, s in sorted(per_test.items(), key=lambda kv: -kv[1])[:slowest]:
+        lines.append(f"  {s:7.1f} s  {name}")
+    folders = collections.Counter()
+    for name, s in per_test.items():
+        parts = name.split("::")[0].split(".")
+        folders[parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[0]] += s
+    lines.append("seconds per folder (summed over workers):")
+    lines += [f"  {s:7.1f} s  {folder}/" for folder, s in folders.most_common()]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
@@ -39,15 +63,17 @@ if __name__ == "__main__":
     ap.add_argument("--record", action="store_true", help="write docs/figures.json's figures")
     a = ap.parse_args()
     if a.fast:
-        s, n, last = timed(["-m", "not slow", "-n", "auto", "tests"])   # as make test-fast
+        s, n, last, per_test = timed(["-m", "not slow", "-n", "auto", "tests"])   # test-fast
+        print(where_the_time_goes(per_test))
         print(f"fast tier: {n} tests in {s:.0f} s ({last})")
         if a.record:
             record("tests_fast", {"tests": f"{n:,}", "wall": f"{s:.0f} s"},
                    "make bench-tests FAST=1 (benchmarks/bench_tests.py --fast --record)")
         sys.exit(0)
-    s, n, last = timed(["tests"])
-    s_nb, n_nb, _ = timed(["--nbval", "--nbval-current-env", "-p", "no:randomly", "notebooks",
-                           "solutions"])
+    s, n, last, per_test = timed(["-n", "auto", "--dist", "loadgroup", "tests"])   # make test
+    print(where_the_time_goes(per_test))
+    s_nb, n_nb, _, _ = timed(["--nbval", "--nbval-current-env", "-p", "no:randomly",
+                              "notebooks", "solutions"])
     print(f"pytest tests: {n} tests in {s / 60:.1f} min; notebooks: {n_nb} cells in "
           f"{s_nb:.0f} s")
     if a.record:
