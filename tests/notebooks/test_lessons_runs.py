@@ -106,3 +106,28 @@ def test_torch_interleaved_takes_m_not_a_multiple_of_p():
     assert error < 1e-5 and "multiple of the number of rounds (2)" in refusal
     text = "".join(c.source for c in _read("11_engineering_a_pipeline.ipynb").cells)
     assert "runs M = 6 in one round of six" in text and "refuses M = 9" in text
+
+
+@pytest.mark.slow
+def test_torch_v_schedules_refuse_as_lesson12_says():
+    """Lesson 12: torch 2.13's ZB-V wants exactly two stages per rank, DualPipeV at least as
+    many microbatches as stages (built in a one-rank group: torch checks before any send)."""
+    torch = pytest.importorskip("torch")
+    from torch.distributed.pipelining import PipelineStage
+    from torch.distributed.pipelining import schedules as S
+
+    from pplab import make_schedule
+    from pplab.runtime.model import TinyConfig, build_stage_modules
+    from pplab.runtime.torch_bridge import _loss_fn, one_process_group
+    said = {}
+    with one_process_group():
+        mods = build_stage_modules(make_schedule("dualpipev", 1, 2), TinyConfig(), 0, [0, 1])
+        stages = [PipelineStage(mods[s], s, 2, torch.device("cpu")) for s in (0, 1)]
+        for cls, M, mine in (("ScheduleDualPipeV", 1, stages), ("ScheduleZBVZeroBubble", 2, stages[:1])):
+            with pytest.raises(ValueError) as e:
+                getattr(S, cls)(mine, n_microbatches=M, loss_fn=_loss_fn())
+            said[cls] = str(e.value)
+    assert "at least as many microbatches as stages" in said["ScheduleDualPipeV"]
+    assert "exactly 2 stages per rank" in said["ScheduleZBVZeroBubble"]
+    text = "".join(c.source for c in _read("12_pplab_to_pytorch.ipynb").cells)
+    assert "need exactly two stages per rank" in text and "at least as many microbatches as stages" in text
