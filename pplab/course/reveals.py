@@ -509,29 +509,39 @@ def _zero1_70b() -> str:
                      f"(lecture: {claims[z]})" for z in (1, 2, 3))
 
 
-@_reveals("07.gpipe-vs-1f1b", "07.zbh1-peak-rank")
-def _schedules_memory() -> str:
+def _schedules_memory(names) -> tuple[list, dict]:
+    """Rank 0's in-flight count and each schedule's peak rank, Llama 3 70B at TP = PP = DP = 8."""
     from ..memory import ParallelConfig, get_preset, memory_report
     GB = 1e9
     m = get_preset("llama3-70b").with_(seq=4096)
     cfg = ParallelConfig(tp=8, pp=8, dp=8, zero=1, sp=True, recompute="selective",
                          microbatches=32)
     lines, reps = [], {}
-    for name, V in (("gpipe", None), ("1f1b", None), ("interleaved", 2), ("zb-h1", None),
-                    ("dualpipev", None), ("dualpipe", None)):
+    for name, V in names:
         rep = reps[name] = memory_report(m, cfg.with_(schedule=name, virtual=V))
         r0 = rep.per_rank[0]
         lines.append(f"{name:11s} rank 0: in-flight {r0.inflight:5.2f} rank-shares, params "
                      f"{r0.params / GB:5.2f} GB, activations {r0.activations / GB:6.2f} GB, peak "
                      f"{rep.peak_bytes / GB:6.2f} GB on rank {rep.peak_rank}")
+    return lines, reps
+
+
+@_reveals("07.gpipe-vs-1f1b")
+def _gpipe_vs_1f1b() -> str:
+    lines, reps = _schedules_memory((("gpipe", None), ("1f1b", None)))
     assert reps["gpipe"].per_rank[0].inflight == 4 * reps["1f1b"].per_rank[0].inflight
-    assert reps["zb-h1"].peak_rank == cfg.pp - 1
-    lines.append("GPipe's rank 0 holds all M = 32 microbatches, 1F1B's P = 8. Under ZB-H1 the "
-                 "last rank holds 1 whole microbatch and 7 with a pending W; with selective "
-                 "recomputation a pending W keeps 32 of a whole one's 34 bytes per token and "
-                 "hidden unit, and with the output layer and the fp32 logits that rank becomes "
-                 "the peak.")
-    return "\n".join(lines)
+    return "\n".join(lines + ["GPipe's rank 0 holds all M = 32 microbatches, 1F1B's P = 8."])
+
+
+@_reveals("07.zbh1-peak-rank")
+def _zbh1_peak_rank() -> str:
+    lines, reps = _schedules_memory((("gpipe", None), ("1f1b", None), ("interleaved", 2),
+                                     ("zb-h1", None), ("dualpipev", None), ("dualpipe", None)))
+    assert reps["zb-h1"].peak_rank == 7
+    return "\n".join(lines + [
+        "Under ZB-H1 the last rank holds 1 whole microbatch and 7 with a pending W; with "
+        "selective recomputation a pending W keeps 32 of a whole one's 34 bytes per token and "
+        "hidden unit, and with the output layer and the fp32 logits that rank becomes the peak."])
 
 
 @_reveals("08.layer-gb")
@@ -663,9 +673,9 @@ def _head_layers() -> str:
     perfect = (8 + 4 - 1) * 3
     assert [len(r) for r in partition_costs(costs, 4, "balanced")[0]] == [8, 9, 9, 6]
     assert perfect < spans["balanced"] < spans["even"]
-    lines.append(f"perfect balance {perfect}: the even split is {spans['even'] / perfect - 1:+.0%}, "
-                 f"the balanced one {spans['balanced'] / perfect - 1:+.1%}; what remains is "
-                 f"granularity, a stage holds whole layers.")
+    even, balanced = (spans[k] / perfect - 1 for k in ("even", "balanced"))
+    lines.append(f"perfect balance {perfect}: the even split is {even:+.0%}, the balanced one "
+                 f"{balanced:+.1%}; what remains is granularity, a stage holds whole layers.")
     return "\n".join(lines)
 
 
