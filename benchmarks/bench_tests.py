@@ -3,8 +3,9 @@ the time goes: the 20 slowest tests and the time per folder (setup + call + tear
 pytest's ``--junitxml`` report; with workers these add up to more than the wall time).
 
 ``--fast`` times ``make test-fast`` (pytest -m "not slow" -n auto); without it, ``make test``
-(every test with a worker per core, then the notebooks and solutions under nbval). Heavy: run it alone, under the shared
-lock where several people share the machine. ``--record`` writes the figures into
+(the fast tier with a worker per core, the slow tier in one process, then the notebooks and
+solutions under nbval). Heavy: run it alone, under the shared lock where several people share
+the machine. ``--record`` writes the figures into
 docs/figures.json (section "tests_fast" or "tests"), ``make bench-tests`` does that.
 """
 from __future__ import annotations
@@ -70,7 +71,9 @@ if __name__ == "__main__":
             record("tests_fast", {"tests": f"{n:,}", "wall": f"{s:.0f} s"},
                    "make bench-tests FAST=1 (benchmarks/bench_tests.py --fast --record)")
         sys.exit(0)
-    s, n, last, per_test = timed(["-n", "auto", "--dist", "loadgroup", "tests"])   # make test
+    s_fast, n_fast, _, per_fast = timed(["-m", "not slow", "-n", "auto", "tests"])  # make test
+    s_slow, n_slow, _, per_slow = timed(["-m", "slow", "tests"])
+    s, n, per_test = s_fast + s_slow, n_fast + n_slow, {**per_fast, **per_slow}
     print(where_the_time_goes(per_test))
     s_nb, n_nb, _, _ = timed(["--nbval", "--nbval-current-env", "-p", "no:randomly",
                               "notebooks", "solutions"])

@@ -60,14 +60,14 @@ FILE_MARKERS = {
 #: single tests elsewhere that start torchrun, directly or through what they grade
 TORCHRUN_TESTS = ("test_torch_csv.py::test_torch_runtime_runs_pplab_csv",
                   "test_grading.py::test_pplab_grade_runs_the_instructor_workflow")
-
-
-#: ``make test`` runs a worker per core with ``--dist loadgroup``: the tests that start real
-#: components run one at a time within their group, each group on one worker (the first of
-#: these markers a test has names its group): the Slurm cluster and network namespaces (fixed
-#: names and addresses), the browser (one Chromium, one JupyterLab, one site build, the hub),
-#: torchrun jobs (their ranks fill the cores), the rest of the slow tier (sandboxes, kernels)
-GROUPS = ("cluster", "browser", "torchrun", "slow")
+#: single tests of the fast folders that took over a second in make test-fast on 2 cores
+#: (benchmarks/bench_tests.py --fast lists the slowest): megatron-core's own config check,
+#: torch's schedule classes, the whole import graph, every documented command
+SLOW_TESTS = ("test_plan_export.py::test_megatron_core_refuses_what_it_cannot_run",
+              "test_cli_conventions.py::test_torch_schedule_class_names_are_aliases",
+              "test_layers.py::test_import_graph_has_no_circle",
+              "test_registry.py::test_torch_classes_exist_in_torch",
+              "test_docs_classroom.py::test_every_command_shown_is_tested_or_checked")
 
 
 def pytest_configure(config):
@@ -107,11 +107,10 @@ def pytest_collection_modifyitems(config, items):
         marks = FOLDER_MARKERS.get(folder, ()) + FILE_MARKERS.get(item.path.name, ())
         if item.nodeid.split("/")[-1].startswith(TORCHRUN_TESTS):
             marks += ("torchrun", "slow")
+        if item.nodeid.split("/")[-1].startswith(SLOW_TESTS):
+            marks += ("slow",)
         for name in dict.fromkeys(marks):
             item.add_marker(getattr(pytest.mark, name))
-        group = next((g for g in GROUPS if g in marks), None)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)
