@@ -25,6 +25,11 @@ def skip_reason() -> str | None:
         return "needs playwright (pip install -e '.[dev]')"
     return None
 
+#: how long any wait on a page may last: only a broken product takes this long (a JupyterLab
+#: starting beside two others on a loaded machine takes minutes, never a quarter of an hour);
+#: every wait polls for the state it needs, so a working class never waits this long
+PATIENCE_MS = 900_000
+
 LAB_READY_JS = """() => !!(window.jupyterapp && window.jupyterapp.shell.currentWidget)"""
 #: the open notebook at path n, found among the main area's tabs (not by focus: the lab may
 #: still be restoring other tabs); made the current one once its kernel is ready
@@ -38,6 +43,8 @@ async def login(browser, hub: str, name: str, password: str, next_path: str = ""
     """A new browser context for ``name``, logged in through the hub's login form; returns
     its page (on wherever the hub sends it: their JupyterLab, or ``next_path``)."""
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.set_default_timeout(PATIENCE_MS)               # every click, fill and page load
+    ctx.set_default_navigation_timeout(PATIENCE_MS)
     page = await ctx.new_page()
     await page.goto(f"{hub}/hub/login" + (f"?next={next_path}" if next_path else ""))
     await page.fill("#username_input", name)
@@ -46,11 +53,11 @@ async def login(browser, hub: str, name: str, password: str, next_path: str = ""
     return page
 
 
-async def wait_lab(page, timeout_ms: int = 180_000) -> None:
+async def wait_lab(page, timeout_ms: int = PATIENCE_MS) -> None:
     await page.wait_for_function(LAB_READY_JS, timeout=timeout_ms)
 
 
-async def open_notebook(page, lab: str, path: str, timeout_ms: int = 120_000):
+async def open_notebook(page, lab: str, path: str, timeout_ms: int = PATIENCE_MS):
     """Open ``path`` (relative to the server's root) at ``lab`` (``{hub}/user/{name}``);
     wait for its kernel; return the panel's locator."""
     await page.goto(f"{lab}/lab/tree/{path}?reset")
@@ -66,7 +73,7 @@ async def command(page, name: str, args: dict | None = None):
                                [name, args or {}])
 
 
-async def run_all(page, timeout_ms: int = 300_000) -> None:
+async def run_all(page, timeout_ms: int = PATIENCE_MS) -> None:
     ok = await page.evaluate("""ms => Promise.race([
         window.jupyterapp.commands.execute('notebook:run-all-cells'),
         new Promise((_, r) => setTimeout(() => r(new Error('run-all timed out')), ms))])""",
@@ -93,7 +100,8 @@ async def move_slider_and_see_redraw(page, panel, key: str = "End") -> tuple[str
     before = await root.evaluate(SIGNATURE_JS)
     await handle.press(key)
     await page.wait_for_function(f"([r, b]) => ({SIGNATURE_JS})(r) !== b",
-                                 arg=[await root.element_handle(), before], timeout=60_000)
+                                 arg=[await root.element_handle(), before],
+                                 timeout=PATIENCE_MS)
     return before, await root.evaluate(SIGNATURE_JS)
 
 
@@ -110,7 +118,7 @@ async def commit_prediction(page, panel, answer: str) -> str:
            else check).click()
     await page.wait_for_function("q => { const f = q.querySelector('.pplab-feedback');"
                                  " return f && f.innerText.trim().length > 0; }",
-                                 arg=await q.element_handle(), timeout=30_000)
+                                 arg=await q.element_handle(), timeout=PATIENCE_MS)
     return await q.locator(".pplab-feedback").inner_text()
 
 
@@ -142,12 +150,12 @@ async def append_cell(page, source: str) -> None:
 async def assignments_tab(page):
     await command(page, "nbgrader:open-assignment-list")
     tab = page.locator("#assignments")
-    await tab.wait_for(timeout=60_000)
+    await tab.wait_for(timeout=PATIENCE_MS)
     return tab
 
 
 async def assignment_button(tab, section: str, assignment: str, label: str, after: str,
-                            timeout_ms: int = 120_000) -> None:
+                            timeout_ms: int = PATIENCE_MS) -> None:
     """Press ``label`` on ``assignment``'s row in ``section`` (released / fetched /
     submitted), then wait until ``after`` shows in the list nbgrader redraws."""
     row = tab.locator(f"#{section}_assignments_list .list_item", has_text=assignment).first
@@ -156,7 +164,7 @@ async def assignment_button(tab, section: str, assignment: str, label: str, afte
 
 
 # ---- the formgrader (the instructor) -----------------------------------------------------
-async def formgrader_action(page, assignment: str, column: str, timeout_ms: int = 180_000
+async def formgrader_action(page, assignment: str, column: str, timeout_ms: int = PATIENCE_MS
                             ) -> str:
     """Press the formgrader's ``column`` link (release, collect, release-feedback) on the
     assignment's row of Manage Assignments; the text of the success window it opens (an

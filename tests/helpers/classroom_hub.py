@@ -186,6 +186,9 @@ class Hub:
         self.env = dict(env or os.environ, PPLAB_CLASSROOM=str(self.settings))
         self.env.pop("MPLBACKEND", None)
         self.port = int(values.get("hub.port") or values.get("port") or 8000)
+        if "source" not in values:      # init makes the source root-only: never the checkout's
+            shutil.copytree(ROOT / "solutions", folder / "solutions")
+            values = {**values, "source": str(folder / "solutions")}
         args = [f"--set={k}={v}" for k, v in values.items()]
         t0 = time.monotonic()
         self.init = subprocess.run([*PPLAB, *INIT_CMD.split()[1:], "--settings",
@@ -201,7 +204,7 @@ class Hub:
     def url(self, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}"
 
-    def start(self, host: str = "127.0.0.1", timeout: float = 120) -> float:
+    def start(self, host: str = "127.0.0.1", timeout: float = 600) -> float:
         cmd = [*PPLAB, *UP_CMD.split()[1:], "--settings", str(self.settings)]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns, *cmd]
@@ -241,15 +244,32 @@ class Hub:
             return "(no log)"
 
     def stop(self) -> None:
-        """SIGTERM: JupyterHub stops every server and service it started, then the proxy."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
+        """SIGTERM: JupyterHub stops every server and service it started, then the proxy;
+        a proxy still running after (the hub died first) is ended by its pid file."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.stop_proxy()
+
+    def proxy_pid(self) -> int | None:
+        """The pid of this hub's proxy while it runs (from the pid file the kit sets)."""
+        from pplab.classroom.settings import Settings
+        pid_file = Path(Settings.read(self.settings).home) / "state" / "jupyterhub-proxy.pid"
         try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+            pid = int(pid_file.read_text().strip())
+            running = b"configurable-http-proxy" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        return pid if running else None
+
+    def stop_proxy(self) -> None:
+        pid = self.proxy_pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
 
 
 def class_folder() -> Path:

@@ -12,6 +12,10 @@ c = get_config()  # noqa: F821 - provided by JupyterHub
 c.JupyterHub.ip = s.ip
 c.JupyterHub.port = int(s.port)
 c.JupyterHub.hub_ip = s.hub_ip
+# the hub's own API and the proxy's take the next two ports, so two hubs on one machine (a
+# class and a test, two courses) never collide as JupyterHub's fixed defaults would
+c.JupyterHub.hub_port = int(s.port) + 1
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{int(s.port) + 2}"
 # the hub's own state, in a folder only root can read (pplab classroom init makes it)
 c.JupyterHub.db_url = f"sqlite:///{s.home}/state/jupyterhub.sqlite"
 c.JupyterHub.cookie_secret_file = f"{s.home}/state/jupyterhub_cookie_secret"
