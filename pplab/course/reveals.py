@@ -538,7 +538,8 @@ def _zbh1_peak_rank() -> str:
     lines, reps = _schedules_memory((("gpipe", None), ("1f1b", None), ("interleaved", 2),
                                      ("zb-h1", None), ("dualpipev", None), ("dualpipe", None)))
     assert reps["zb-h1"].peak_rank == 7
-    return "\n".join(lines + [
+    return "\n".join(["Each schedule's peak rank, Llama 3 70B at TP = PP = DP = 8, M = 32:"]
+                     + lines + [
         "Under ZB-H1 the last rank holds 1 whole microbatch and 7 with a pending W; with "
         "selective recomputation a pending W keeps 32 of a whole one's 34 bytes per token and "
         "hidden unit, and with the output layer and the fp32 logits that rank becomes the peak."])

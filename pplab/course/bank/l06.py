@@ -21,8 +21,9 @@ QUESTIONS = (
                         "After I, only what the weight gradients need stays: a pending W is "
                         "lighter than a whole microbatch."),
                  Option("One whole and three waiting for W, which keep only a part",
-                        "Three of its Ws wait, and a pending W keeps only what the weight "
-                        "gradients need: less than a whole microbatch.", True),
+                        "Rank r postpones up to r of its Ws: three wait on the last rank, and "
+                        "a pending W keeps only what the weight gradients need, less than a "
+                        "whole microbatch.", True),
                  Option("Seven microbatches: ZB-H1 runs ahead up to 2P − 1 of them",
                         "2P − 1 is ZB-H2's cap; ZB-H1 keeps 1F1B's P.")),
         explain="The reveal prints whole and pending microbatches per rank at its peak, then "

@@ -26,8 +26,8 @@ QUESTIONS = (
                         "From P = 8 microbatches to M = 32.", True),
                  Option("grow 32×: GPipe keeps all of them, 1F1B only one",
                         "Only 1F1B's last rank holds one; its rank 0 holds P.")),
-        explain="The table under the next question prints rank 0's in-flight count per "
-                "schedule once both guesses are in."),
+        explain="GPipe runs all 32 forwards before any backward; 1F1B's rank 0 turns around "
+                "after P."),
     Question(
         "07.zbh1-peak-rank", "predict", "choice",
         "Same layout under ZB-H1, with selective recomputation. Which rank needs the most "
