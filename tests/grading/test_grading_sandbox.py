@@ -419,6 +419,12 @@ def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path, who):
             _grade_red_team_class(user.home, user)
 
 
+#: seconds per cell: meant for the endless loop alone, never for an honest cell on a busy
+#: machine (at 20 s an honest student of this class once scored 0 beside other work at
+#: load 10, where it passes alone)
+CELL_TIMEOUT = "60"
+
+
 def _grade_red_team_class(tmp_path: Path, user) -> None:
     """Grade the red-team class in ``tmp_path``, as ``user`` (see test_sandbox_cgroups.py)
     or, when None, as the test's own user; then check every promise."""
@@ -434,7 +440,7 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
         before = _digest(sub)
         out = tmp_path / "grades.csv"
         cmd = [sys.executable, "-m", "pplab.cli", "grade", str(sub), "--out", str(out),
-               "--source", str(source), "-j", "2", "--cell-timeout", "20", "--seed", "99"]
+               "--source", str(source), "-j", "2", "--cell-timeout", CELL_TIMEOUT, "--seed", "99"]
         if user:
             user.own(tmp_path)
             r = user.run(cmd, timeout=900)
