@@ -146,7 +146,8 @@ def _lower_up_front(schedule: Schedule) -> list[list[Item]]:
 
 def _lower_just_in_time(schedule: Schedule) -> list[list[Item]]:
     """Each receive right before the op that needs it, each send right after the op that
-    makes it (torch's fix for the warm-up bubble, pytorch#172833). A blocking receive there
+    makes it (what torch 2.13 does with ``defer_pp_recv=True``; its default posts them
+    early, pytorch#188833). A blocking receive there
     costs nothing the op would not wait for anyway. Needs tag matching (gloo): on a strict
     in-order transport ``check_in_order`` finds where it hangs."""
     msgs = sorted(messages(schedule), key=lambda x: (x[1], x[0]))

@@ -208,7 +208,10 @@ def test_no_line_over_100_characters():
 
 MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 450
 #: files other branches are rewriting now: exempt until they land (shrink this list then)
-SIZE_EXEMPT: tuple[str, ...] = ()
+SIZE_EXEMPT: tuple[str, ...] = (
+    "pplab/ir.py", "pplab/timeline.py",      # the one-representation split of Schedule/Timeline
+    "pplab/memory/planner.py",               # the planner's costs for published runs
+)
 
 
 @pytest.mark.slow

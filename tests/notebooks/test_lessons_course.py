@@ -104,14 +104,14 @@ def test_corrected_errors_are_stated():
 def test_corrections_have_their_measurements():
     import inspect
 
-    from pplab.course import reveals      # each check runs when its guess is committed
-    naive = inspect.getsource(reveals._naive_idle)
+    from pplab.course.bank import l02, l03    # each check runs when its guess is committed
+    naive = inspect.getsource(l02._naive_idle)
     assert "7/8 = 87.5% at P = 8" in naive and "(2 * P - 1)) > 0.15" in naive
     assert 'ask("02.naive-idle-p8")' in _text("02")
     assert 'ask("03.smallest-m")' in _text("03") and \
-        "smallest_M(8, 0.20) == 4 * 7 + 1" in inspect.getsource(reveals._smallest_m)
+        "smallest_M(8, 0.20) == 4 * 7 + 1" in inspect.getsource(l03._smallest_m)
     assert 'ask("03.remat-cost")' in _text("03")
-    assert "4 / 3) < 1e-9" in inspect.getsource(reveals._remat_cost)
+    assert "4 / 3) < 1e-9" in inspect.getsource(l03._remat_cost)
     assert "18.3% lower" in _text("05")
     assert "GPipe runs 8" in _outputs(_nb("04")) and "differs at action 2" in _outputs(_nb("04"))
     assert "rank 0's first backward starts at t = 4" in _outputs(_nb("06"))

@@ -1,7 +1,8 @@
 """Every lesson's predictions and quizzes, by id (``"03.smallest-m"``: lesson 03).
 
-One module per lesson; each defines ``QUESTIONS``. Measured answers are callables into the
-simulator, so they cannot drift from what the lesson's reveal cell shows.
+One module per lesson; each defines ``QUESTIONS`` and, beside them, the measurements their
+commits reveal (``@_reveals``, :mod:`pplab.course.reveals`). Measured answers are callables
+into the simulator, so they cannot drift from what the measurement shows.
 
 A lesson module may also define ``RENAMED = {"old id": "new id"}`` when a question's id
 changes: an old notebook that still asks for the old id gets the question, and a progress

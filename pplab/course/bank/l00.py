@@ -55,3 +55,45 @@ QUESTIONS = (
                  Option("Time a rank sits idle, waiting for inputs or gradients",
                         "It comes from the order of the work, not from slow hardware.", True))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+from ...sim import Costs, simulate
+
+
+@_reveals("00.first-makespan")
+def _first_makespan() -> list:
+    from ...draw import draw_timeline
+    P, M, tf, tb = 4, 8, 1, 2
+    tl = simulate(make_schedule("1f1b", P, M), Costs(tf=tf, tb=tb))
+    assert tl.makespan == M * (tf + tb) + (P - 1) * (tf + tb) == 33
+    return [f"1F1B, P = {P}, M = {M}, tf = {tf}, tb = {tb}: makespan {tl.makespan:g} = "
+            f"{M * (tf + tb)} units of work per rank + {(P - 1) * (tf + tb)} of fill and drain; "
+            f"bubble {tl.bubble_fraction:.1%} of the total, {tl.bubble_ratio:.1%} of the ideal",
+            draw_timeline(tl)]
+
+
+@_reveals("00.busiest-memory")
+def _busiest_memory() -> str:
+    peaks = simulate(make_schedule("1f1b", 4, 8)).peak_inflight
+    assert list(peaks) == [4, 3, 2, 1]
+    return (f"1F1B, P = 4, M = 8: peak in-flight microbatches per rank {list(peaks)}. Rank 0 "
+            f"starts {peaks[0]} forwards before its first backward comes back; the last rank "
+            f"turns each microbatch around at once.")
+
+
+@_reveals("00.grad-error")
+def _grad_error() -> str:
+    from ...probe.env import browser_note, in_browser
+    if in_browser():
+        return browser_note("the accumulation check in pplab.runtime.accumulate")
+    from ...runtime.accumulate import accumulation_error
+    err = accumulation_error(8)
+    assert err < 1e-5
+    return (f"One process, the course's tiny model in fp32: the gradient summed over 8 "
+            f"microbatches (each loss × 1/8) against one backward of the whole batch differs "
+            f"by at most {err:.1e} (relative): float round-off, the same sums added in another "
+            f"order. The panel below measures the same between the 4-process pipeline and one "
+            f"process.")

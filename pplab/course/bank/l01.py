@@ -69,3 +69,75 @@ QUESTIONS = (
                         "About 50 instead of 450 GB/s per GPU: communication would dominate.",
                         True))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+
+
+@_reveals("01.model-states")
+def _model_states() -> str:
+    from ...memory import get_preset, model_states_bytes
+    lines = ["Per parameter (the ZeRO paper, §3.1): bf16 weights 2 + bf16 gradients 2 + an fp32 "
+             "master copy 4 + Adam's momentum 4 + Adam's variance 4 = 16 bytes; the last three "
+             "(12 bytes) are the optimizer states."]
+    for label, psi in (("70B, rounded", 70e9),
+                       ("Llama 3 70B, exact", get_preset("llama3-70b").num_params())):
+        p, g, o = model_states_bytes(psi)
+        assert p + g + o == 16 * psi
+        lines.append(f"{label:20s} params {p / 1e9:7.1f} GB + grads {g / 1e9:6.1f} GB + "
+                     f"optimizer {o / 1e9:7.1f} GB = {(p + g + o) / 1e9:7.1f} GB = "
+                     f"{(p + g + o) / 80e9:4.1f} × an 80 GB GPU")
+    lines.append("1.12 TB of model states for a 70B model, fourteen 80 GB GPUs' worth before "
+                 "any activation. Even the bf16 weights alone (140 GB) do not fit one GPU: the "
+                 "model must be split.")
+    return "\n".join(lines)
+
+
+@_reveals("01.tp16")
+def _tp16() -> str:
+    from ...memory import get_preset
+    from ...memory.comm import Network
+    m, net = get_preset("llama3-70b").with_(seq=4096), Network()
+    act = m.seq * 1 * m.hidden * 2                       # one s·b·h activation in bf16
+    flops = m.train_flops_per_token() * m.seq / m.layers  # one layer, one microbatch, F + B
+    lines = [f"Llama 3 70B, s = 4096, b = 1: one activation s·b·h is {act / 1e6:.0f} MB; "
+             f"compute at 40% of an H100's bf16 peak (989 TFLOP/s)"]
+    ratio = {}
+    for t in (2, 4, 8, 16):
+        bw = net.intra_node if t <= net.gpus_per_node else net.inter_node
+        per_ar = 2 * (t - 1) / t * act                   # ring all-reduce: bytes sent per GPU
+        comm, compute = 4 * per_ar / bw, flops / t / (0.4 * 989e12)
+        ratio[t] = comm / compute
+        lines.append(f"TP={t:2d}: {'NVLink' if t <= 8 else 'InfiniBand':10s} 4 all-reduces = "
+                     f"{comm * 1e3:5.2f} ms vs compute {compute * 1e3:5.2f} ms per layer per "
+                     f"microbatch")
+    assert max(ratio[t] for t in (2, 4, 8)) < 0.15 and 2.5 < ratio[16] < 3
+    inside = [ratio[t] for t in (2, 4, 8)]
+    lines.append(f"Inside the node the all-reduces cost {min(inside):.0%}–{max(inside):.0%} of "
+                 "the layer's compute; across two nodes they take nearly three times the "
+                 "compute, and they cannot be "
+                 "hidden: the next operation needs the sum. That is why TP stays inside a node, "
+                 "and pipeline parallelism (PP) across nodes and data parallelism (DP) take "
+                 "over beyond it (lesson 09).")
+    return "\n".join(lines)
+
+
+@_reveals("01.dp-copies")
+def _dp_copies() -> str:
+    from ...memory import ParallelConfig, get_preset, memory_report
+    m = get_preset("llama3-70b").with_(seq=4096)
+    lines, peak = [], {}
+    for tp, dp, zero in ((1, 1, 0), (8, 1, 0), (8, 8, 0), (8, 8, 3)):
+        rep = memory_report(m, ParallelConfig(tp=tp, dp=dp, zero=zero, sp=tp > 1,
+                                              recompute="full"))
+        r, peak[tp, dp, zero] = rep.per_rank[0], rep.peak_bytes
+        lines.append(f"TP={tp} DP={dp} ZeRO-{zero}: model states "
+                     f"{(r.params + r.grads + r.optimizer) / 1e9:7.1f} GB + activations "
+                     f"{r.activations / 1e9:5.1f} GB = {rep.peak_bytes / 1e9:7.1f} GB per GPU")
+    assert peak[8, 8, 0] == peak[8, 1, 0] > 80e9 > peak[8, 8, 3]
+    lines.append("Plain DP copies everything, so more replicas do not lower the memory at all "
+                 "(the same GB with DP = 8 as with DP = 1). Sharding the model states over the "
+                 "replicas (ZeRO-3, lesson 07) or splitting the layers over nodes (PP, lessons "
+                 "02–06) is what makes it fit.")
+    return "\n".join(lines)

@@ -53,3 +53,50 @@ QUESTIONS = (
 
 #: a question's old id -> its id now (a progress file that recorded the old one keeps it)
 RENAMED = {"02.q-idle-p2": "02.q-idle-p5"}
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+from ...sim import Costs, simulate
+
+
+@_reveals("02.naive-makespan")
+def _naive_makespan() -> list:
+    from ...draw import draw_timeline
+    tl = simulate(make_schedule("naive", P=4, M=1), Costs(tf=1, tb=2))
+    assert tl.makespan == 4 * (1 + 2) and tl.busy[0] == 1 + 2
+    return [f"naive, P = 4, one batch: makespan {tl.makespan:g}; each rank busy "
+            f"{tl.busy[0]:g} of it",
+            draw_timeline(tl, metrics=False, title="naive P=4 M=1")]
+
+
+@_reveals("02.naive-idle-p8")
+def _naive_idle() -> str:
+    lines = [" P  simulated idle share   (P-1)/P   lecture's (P-1)/(2P-1)"]
+    for P in (1, 2, 4, 8):
+        idle = simulate(make_schedule("naive", P=P, M=1)).bubble_fraction
+        assert abs(idle - (P - 1) / P) < 1e-12
+        assert P == 1 or abs(idle - (P - 1) / (2 * P - 1)) > 0.15
+        lines.append(f"{P:2d}  {idle:20.3f}   {(P - 1) / P:7.3f}   {(P - 1) / (2 * P - 1):13.3f}")
+    lines += [
+        "At any moment exactly one rank works: the step takes P·(tf + tb), and each rank is "
+        "busy only tf + tb of it, so the idle share is (P−1)/P: 7/8 = 87.5% at P = 8.",
+        "The lecture's slip: the CS336 lecture notes derive the bubble of one microbatch as "
+        "(P−1)/(P+P−1) = (P−1)/(2P−1), \"7/15 = 47% at P = 8\". Their own general formula, "
+        "(P−1)/(m+P−1), gives (P−1)/P at m = 1, as the simulator does. The slip counts 2P − 1 "
+        "time slots, but there are as many backward slots as forward ones, and each rank is "
+        "busy in only two of them."]
+    return "\n".join(lines)
+
+
+@_reveals("02.ratio-to-ideal")
+def _naive_ratio() -> str:
+    tl = simulate(make_schedule("naive", P=4, M=1))
+    assert tl.bubble_ratio == 4 - 1 and tl.bubble_fraction == 3 / 4
+    return (f"naive, P = 4: bubble ÷ total {tl.bubble_fraction:.3f}, bubble ÷ ideal "
+            f"{tl.bubble_ratio:.3f}\n"
+            f"One idle time, two numbers: {tl.bubble_fraction:.0%} of the hardware-time is "
+            f"wasted, and the bubble alone lasts P − 1 = {tl.bubble_ratio:g} times the ideal "
+            f"step, on top of it. A bubble means nothing until you say which denominator it "
+            f"uses.")

@@ -81,3 +81,112 @@ QUESTIONS = (
                  Option("All of it: the backward recomputes what it needs",
                         "The backward still needs the re-run activations, all at once."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+from ...sim import Costs, simulate
+
+
+@_reveals("03.gpipe-bubble")
+def _gpipe_bubble() -> list:
+    from ...draw import draw_timeline
+    from ..measure import idle_split
+    P, M, tf, tb = 4, 6, 1, 2
+    tl = simulate(make_schedule("gpipe", P, M), Costs(tf=tf, tb=tb))
+    assert abs(tl.bubble_fraction - 3 / 9) < 1e-12 and abs(tl.bubble_ratio - 3 / 6) < 1e-12
+    lines = [f"GPipe P = {P}, M = {M}: makespan {tl.makespan:g}; bubble "
+             f"{tl.bubble_fraction:.1%} of the total, {tl.bubble_ratio:.1%} of the ideal",
+             "Where each rank waits:",
+             "rank  waits at start  in the middle  at the end"]
+    for r, (head, middle, tail) in enumerate(idle_split(tl)):
+        assert (head, middle, tail) == (r * tf, (P - 1 - r) * (tf + tb), r * tb)
+        lines.append(f"{r:4d}  {head:14g}  {middle:13g}  {tail:10g}")
+    lines += [
+        "Rank r waits r·tf before its first forward (microbatch 0 crosses r ranks), "
+        "(P − 1 − r)(tf + tb) between its last forward and its first backward (the forwards "
+        "still travel to the last rank and the backwards come back), and r·tb after its last "
+        "backward (the ranks before it still run theirs). The three add up to "
+        f"(P − 1)(tf + tb) = {(P - 1) * (tf + tb)} on every rank whatever M is, while the "
+        f"work, M·(tf + tb) = {M * (tf + tb)}, grows with M: idle ÷ total = (P − 1)/(M + P − 1) "
+        f"= 3/9.",
+        f"At P = {P} for other M, measured and by formula:",
+        " M  makespan  idle÷total  (P-1)/(M+P-1)  idle÷ideal  (P-1)/M"]
+    for m in (1, 2, 4, 8, 16, 32):
+        t = simulate(make_schedule("gpipe", P, m))
+        total, ideal = (P - 1) / (m + P - 1), (P - 1) / m
+        assert abs(t.bubble_fraction - total) < 1e-12 and abs(t.bubble_ratio - ideal) < 1e-12
+        lines.append(f"{m:2d}  {t.makespan:8g}  {t.bubble_fraction:10.3f}  {total:13.3f}  "
+                     f"{t.bubble_ratio:10.3f}  {ideal:7.3f}")
+    return ["\n".join(lines), draw_timeline(tl)]
+
+
+@_reveals("03.smallest-m")
+def _smallest_m() -> str:
+    from ..measure import smallest_M
+    lines = []
+    for ideal in (False, True):
+        M = smallest_M(8, 0.20, ideal=ideal)
+        tl = simulate(make_schedule("gpipe", 8, M))
+        lines.append(f"÷ {'ideal' if ideal else 'total'}: smallest M = {M} "
+                     f"(bubble {tl.bubble_ratio if ideal else tl.bubble_fraction:.1%})")
+    assert smallest_M(8, 0.20) == 4 * 7 + 1 and smallest_M(8, 0.20, ideal=True) == 36
+    return "\n".join(lines)
+
+
+@_reveals("03.forget-1-over-m")
+def _forget_1_over_m() -> str:
+    from ...probe.env import browser_note, in_browser
+    if in_browser():
+        return browser_note("the accumulation check in pplab.runtime.accumulate")
+    from ...runtime.accumulate import accumulation_error
+    lines = [" M   loss × 1/M: error vs one batch     loss × 1: error"]
+    for M in (2, 4, 8):
+        ok, bad = accumulation_error(M), accumulation_error(M, scale_by_1_over_M=False)
+        assert ok < 1e-5 and abs(bad - (M - 1)) < 1e-4
+        lines.append(f"{M:2d}   {'< 1e-6 (round-off)' if ok < 1e-6 else f'{ok:.1e}':>28s}"
+                     f"     {bad:14.2f}")
+    lines.append(
+        "Scaled by 1/M, the summed gradients are the gradient of the mean loss over the whole "
+        "batch, up to float round-off. Unscaled, they add M gradients of means: M times the "
+        "full-batch gradient, a relative error of M − 1 (one process, the course's tiny "
+        "model). Stepping after every microbatch instead runs later microbatches on other "
+        "weights: a different, asynchronous algorithm (PipeDream's), not a faster GPipe. "
+        "Lesson 10 checks the scaled sum across real processes; lesson 12 shows torch's "
+        "switch for it (scale_grads).")
+    return "\n".join(lines)
+
+
+@_reveals("03.remat-cost")
+def _remat_cost() -> str:
+    P, M = 4, 64
+    plain = simulate(make_schedule("gpipe", P, M), Costs(tf=1, tb=2))
+    remat = simulate(make_schedule("gpipe", P, M), Costs(tf=1, tb=3))  # re-run forward + backward
+    assert abs(remat.makespan / plain.makespan - 4 / 3) < 1e-9
+    ratio = remat.makespan / plain.makespan
+    # the last rank runs M forwards, M re-runs, M backwards in series, after (P − 1)·tf of
+    # fill, and the last gradient still crosses P − 1 ranks: a floor however early re-runs go
+    floor = (P - 1) * 1 + M * (1 + 1 + 2) + (P - 1) * 2
+    assert floor == plain.makespan + M * 1 and remat.makespan - floor == (P - 1) * 1
+    return "\n".join([
+        f"GPipe P = {P}, M = {M}, the re-run charged inside each backward (tb = 2 + 1): "
+        f"makespan {plain.makespan:g} → {remat.makespan:g}, ×{ratio:.3f}",
+        "The re-run repeats the forward only, once per microbatch, and a backward costs two "
+        "forwards: each microbatch's 3 units of work become 4 on every rank, a third more "
+        "compute. Charged inside the backward, every re-run waits for its gradient and sits "
+        "on the critical path, so the step grows by exactly 4/3 for any P and M: that is "
+        "the simulator's assumption.",
+        "The GPipe paper (§2.3) points out that a re-run needs only the stored input, not the "
+        "gradient, so it can be scheduled earlier, into a rank's wait before its first "
+        "backward. The compute added stays a third, and only the waits can absorb it: the "
+        "last rank waits not at all, so its M forwards, M re-runs and M backwards run one "
+        "after another, and the last gradient still crosses P − 1 ranks. However early the "
+        f"re-runs go, the step takes at least (M + P − 1)(tf + tb) + M·tf = {floor} here, "
+        f"against {remat.makespan:g}: scheduling them early saves at most (P − 1)·tf = "
+        f"{remat.makespan - floor:g} units, so 4/3 is close whenever M is large against P.",
+        "Measured: Korthikanti et al. (2022, Reducing Activation Recomputation in Large "
+        "Transformer Models) time one layer of their 22B GPT, forward and backward, in "
+        "Table 4: full recomputation adds 39%. Their per-layer breakdown across models up to "
+        "1T parameters (§6.2, Figure 8) puts it near 36%. Both sit close to the one forward "
+        "in three units that the simulator adds."])

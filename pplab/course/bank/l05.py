@@ -58,3 +58,57 @@ QUESTIONS = (
 
 #: a question's old id -> its id now (a progress file that recorded the old one keeps it)
 RENAMED = {"05.q-p8": "05.q-v3"}
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+from ...sim import simulate
+
+
+@_reveals("05.bubble-v2")
+def _bubble_v2() -> str:
+    P, M = 6, 18
+    lines = [" V  makespan  idle÷ideal  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
+    for V in (1, 2, 4, 8):
+        tl = simulate(make_schedule("interleaved", P, M, V))
+        lines.append(f"{V:2d}  {tl.makespan:8g}  {tl.bubble_ratio:10.4f}  {(P - 1) / (V * M):11.4f}"
+                     f"  {tl.bubble_fraction:10.4f}  {(P - 1) / (V * M + P - 1):15.4f}")
+        assert abs(tl.bubble_ratio - (P - 1) / (V * M)) < 1e-12
+    from ...draw import draw_timeline
+    why = ("Rank P−1 waits for the first microbatch to cross P−1 chunks on the ranks above "
+           "it: in 1F1B each costs tf, interleaved tf/V, and the same holds for the drain. "
+           "The fill-and-drain idle time per rank becomes (P−1)(tf+tb)/V while the work "
+           "M·(tf+tb) stays: ÷ ideal (P−1)/(V·M) (Megatron-LM's form), ÷ total "
+           "(P−1)/(V·M + P−1), GPipe's form with M replaced by V·M.")
+    return ["\n".join(lines), why,
+            draw_timeline(simulate(make_schedule("interleaved", P, M, 2)))]
+
+
+@_reveals("05.best-v")
+def _best_v() -> str:
+    from ...canvases.interleaved import makespan_vs_V
+    P, M, Vs = 4, 8, (1, 2, 3, 4, 6)
+    lines = ["makespan at P = 4, M = 8, by the cost of one hop",
+             "comm   " + "  ".join(f"V={v:<5d}" for v in Vs) + " best V"]
+    best = {}
+    for comm in (0.0, 0.1, 0.25, 0.5, 1.0):
+        pts = makespan_vs_V(P, M, comm, Vs=Vs)
+        best[comm] = min(pts, key=lambda x: (x[1], x[0]))[0]
+        lines.append(f"{comm:4.2f}   " + "  ".join(f"{t:7.2f}" for _, t in pts)
+                     + f"  {best[comm]}")
+    assert best[0.25] == 2 and best[0.0] == 6
+    lines.append("With free hops more chunks always help; at 0.25 a hop the best is V = 2, and "
+                 "V = 6 is already slower than plain 1F1B.")
+    return "\n".join(lines)
+
+
+@_reveals("05.messages")
+def _messages() -> str:
+    from ...lower import p2p_messages
+    P, M, lines = 4, 8, []
+    for V in (1, 2, 4):
+        n = p2p_messages(make_schedule("interleaved", P, M, V))
+        lines.append(f"V={V}: {n:4d} messages per step, 2·M·(P·V−1) = {2 * M * (P * V - 1)}")
+        assert n == 2 * M * (P * V - 1)
+    return "\n".join(lines)

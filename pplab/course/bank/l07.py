@@ -66,3 +66,53 @@ QUESTIONS = (
                  Option("It computes the loss and keeps the logits of every microbatch",
                         "The last rank does."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+
+
+@_reveals("07.zero1-70b")
+def _zero1_70b() -> str:
+    from ...memory import model_states_bytes
+    psi, nd, GB = 70e9, 64, 1e9
+    claims = {1: "~230 GB", 2: "~160 GB", 3: "17.5 GB"}
+    assert abs(sum(model_states_bytes(psi, nd, 1)) / GB - (4 * 70 + 12 * 70 / 64)) < 1e-9
+    return "\n".join(f"ZeRO-{z}: {sum(model_states_bytes(psi, nd, z)) / GB:6.1f} GB   "
+                     f"(lecture: {claims[z]})" for z in (1, 2, 3))
+
+
+def _schedules_memory(names) -> tuple[list, dict]:
+    """Rank 0's in-flight count and each schedule's peak rank, Llama 3 70B at TP = PP = DP = 8."""
+    from ...memory import ParallelConfig, get_preset, memory_report
+    GB = 1e9
+    m = get_preset("llama3-70b").with_(seq=4096)
+    cfg = ParallelConfig(tp=8, pp=8, dp=8, zero=1, sp=True, recompute="selective",
+                         microbatches=32)
+    lines, reps = [], {}
+    for name, V in names:
+        rep = reps[name] = memory_report(m, cfg.with_(schedule=name, virtual=V))
+        r0 = rep.per_rank[0]
+        lines.append(f"{name:11s} rank 0: in-flight {r0.inflight:5.2f} rank-shares, params "
+                     f"{r0.params / GB:5.2f} GB, activations {r0.activations / GB:6.2f} GB, peak "
+                     f"{rep.peak_bytes / GB:6.2f} GB on rank {rep.peak_rank}")
+    return lines, reps
+
+
+@_reveals("07.gpipe-vs-1f1b")
+def _gpipe_vs_1f1b() -> str:
+    lines, reps = _schedules_memory((("gpipe", None), ("1f1b", None)))
+    assert reps["gpipe"].per_rank[0].inflight == 4 * reps["1f1b"].per_rank[0].inflight
+    return "\n".join(lines + ["GPipe's rank 0 holds all M = 32 microbatches, 1F1B's P = 8."])
+
+
+@_reveals("07.zbh1-peak-rank")
+def _zbh1_peak_rank() -> str:
+    lines, reps = _schedules_memory((("gpipe", None), ("1f1b", None), ("interleaved", 2),
+                                     ("zb-h1", None), ("dualpipev", None), ("dualpipe", None)))
+    assert reps["zb-h1"].peak_rank == 7
+    return "\n".join(["Each schedule's peak rank, Llama 3 70B at TP = PP = DP = 8, M = 32:"]
+                     + lines + [
+        "Under ZB-H1 the last rank holds 1 whole microbatch and 7 with a pending W; with "
+        "selective recomputation a pending W keeps 32 of a whole one's 34 bytes per token and "
+        "hidden unit, and with the output layer and the fp32 logits that rank becomes the peak."])

@@ -68,3 +68,37 @@ QUESTIONS = (
                         "Selective drops the quadratic scores, so it is the one that grows "
                         "like s."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+
+
+@_reveals("08.layer-gb")
+def _layer_gb() -> str:
+    from ...memory.activations import layer_activation_bytes
+    from ..layer_tensors import GPT_LAYER, gpt_layer_bytes
+    s, b, h, a, GB = 4096, 1, 8192, 64, 1e9
+    lines = [f"{k.name:30s} {(k.per_h * h + k.per_score * a * s) * s * b / GB:6.3f} GB"
+             for k in GPT_LAYER]
+    total = gpt_layer_bytes(s, b, h, a)
+    assert total == layer_activation_bytes(s, b, h, a)
+    lines.append(f"{'kept for the backward':30s} {total / GB:6.3f} GB  "
+                 f"({total / (s * b * h):.0f}·s·b·h)")
+    return "\n".join(lines)
+
+
+@_reveals("08.selective", "08.full-saving")
+def _selective() -> str:
+    from ...canvases.memory import recompute_rows
+    GB = 1e9
+    g, rows = recompute_rows("gpt3-175b", tp=8, sp="on")
+    L, h, s, v = g.layers, g.hidden, g.seq, g.vocab
+    none = rows[0][1]
+    lines = [f"{rc:9s} {byts / GB:6.3f} GB/layer  ({1 - byts / none:5.1%} less)  +{extra:5.1%} "
+             f"FLOPs (pplab count)" for rc, byts, extra in rows]
+    kor = (s / (6 * h)) / (1 + s / (6 * h) + v / (12 * L * h))
+    lines.append(f"Korthikanti's selective overhead (s/6h)/(1 + s/6h + v/12Lh) = {kor:.1%}")
+    assert abs(1 - rows[1][1] / none - 80 / 114) < 1e-9
+    assert abs(1 - rows[2][1] / none - (1 - 2 / 14.25)) < 1e-9
+    return "\n".join(lines)

@@ -58,3 +58,39 @@ QUESTIONS = (
                  Option("2: two replicas, the second one on 16 GPUs",
                         "Every replica holds the whole model on TP × PP = 32 GPUs."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+
+
+@_reveals("09.loudest-axis", "09.dp")
+def _axes() -> str:
+    from ...memory import ParallelConfig, get_preset, memory_report
+    from ...memory.comm import Network, comm_times, comm_volumes
+    GB = 1e9
+    m = get_preset("llama3-70b").with_(seq=4096)
+    cfg = ParallelConfig(tp=8, pp=4, dp=2, zero=1, sp=True, recompute="selective", microbatches=32)
+    vol = comm_volumes(m, cfg, memory_report(m, cfg).schedule)
+    tim = comm_times(vol, cfg, Network())
+    assert vol["tp"] > vol["dp"] > vol["pp"] and 64 // (cfg.tp * cfg.pp) == cfg.dp
+    return "\n".join([f"{k.upper()}: {vol[k] / GB:8.2f} GB per GPU per step, {tim[k]:6.2f} s at "
+                      f"its bandwidth" for k in ("tp", "pp", "dp")]
+                     + ["TP's bytes are spread over every layer and microbatch, on the critical "
+                        "path: they need NVLink, inside the node. PP's are a few small "
+                        "point-to-point messages; DP's come once a step, 2Ψ of the rank's share.",
+                        f"DP for 96 GPUs at TP = 8, PP = 4: 96 / (8 · 4) = {96 // (8 * 4)}"])
+
+
+@_reveals("09.planner-tp")
+def _planner_tp() -> str:
+    from ...canvases.memory import plan_table
+    from ...memory import get_preset
+    from ...memory.planner import plan
+    table = plan_table(plan(get_preset("llama3-70b").with_(seq=4096), 64), top=8)
+    assert " 1. TP=4 " in table
+    return [table, "The winners use TP = 4 and little or no pipeline: half the node's TP "
+                   "traffic, and ZeRO-2 plus selective recomputation make the model fit. Deeper "
+                   "pipelines with TP = 2 fit too, but the stage that also runs the LM head (a "
+                   "128k vocabulary: about 1.1 layers of work) is the slowest, and the slowest "
+                   "stage sets the pace of the whole pipeline."]

@@ -64,3 +64,36 @@ QUESTIONS = (
                  Option("Mostly the time to start Python and torch",
                         "Start-up comes before the step; the timeline measures the step."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+
+
+@_reveals("10.messages")
+def _messages_1f1b() -> str:
+    from ...lower import p2p_messages
+    lines = []
+    for P, M in [(2, 4), (4, 6), (8, 32)]:
+        sched = make_schedule("1f1b", P, M)
+        lines.append(f"1F1B P={P} M={M}: {p2p_messages(sched)} point-to-point messages per step "
+                     f"(2·M·(P−1) = {2 * M * (P - 1)})")
+        assert p2p_messages(sched) == 2 * M * (P - 1)
+    return "\n".join(lines)
+
+
+@_reveals("10.nccl-order")
+def _nccl_order() -> str:
+    from ...lower import check_in_order, in_order_plan, up_front_plan
+    sched = make_schedule("1f1b", 2, 4)
+    try:
+        check_in_order(sched, up_front_plan(sched))
+    except ValueError as e:
+        stuck = str(e)
+    else:
+        raise AssertionError("posting every receive up front completed in order")
+    check_in_order(sched, in_order_plan(sched))       # the in-order plan completes
+    return ("1F1B, P = 2, M = 4, played on the strictest in-order model (one queue per rank, "
+            f"every message waits for its partner), receives posted up front: {stuck}.\n"
+            "The in-order plan (pplab/lower.py) completes on the same model.")

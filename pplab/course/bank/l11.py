@@ -63,3 +63,54 @@ QUESTIONS = (
                  Option("The bubble stays and rank 0 holds 16 microbatches",
                         "The bubble shrinks with M, and 1F1B keeps min(P, M) in flight."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+from ...sim import Costs, simulate
+
+
+@_reveals("11.slow-stage", "11.slow-first")
+def _slow_stage() -> str:
+    sched = make_schedule("1f1b", 4, 8)
+    lines, spans = [], {}
+    for scale in ((1, 1, 1, 1), (1, 1, 1, 1.3), (1.3, 1, 1, 1)):
+        tl = simulate(sched, Costs(tf=1, tb=2, stage_scale=list(scale)))
+        spans[scale] = tl.makespan
+        lines.append(f"stage_scale {list(scale)}: makespan {tl.makespan:.4g}, bubble "
+                     f"{tl.bubble_fraction:.1%} of total")
+    assert abs(spans[(1, 1, 1, 1.3)] - (33 + 8 * 0.9)) < 1e-9
+    assert spans[(1.3, 1, 1, 1)] < spans[(1, 1, 1, 1.3)]
+    last, first = (spans[k] - spans[(1, 1, 1, 1)] for k in ((1, 1, 1, 1.3), (1.3, 1, 1, 1)))
+    lines += [f"A 30 % slower last stage adds 0.3 × (tf + tb) = 0.9 per microbatch, 8 times: "
+              f"+{last:.1f}. In 1F1B's steady state every rank waits for the slowest, so the "
+              f"step grows by up to M times the slow stage's extra time, not 1/P of it.",
+              f"A slow first stage costs less, +{first:.1f}: the other ranks absorb part of it "
+              f"in their warm-up and drain. Where the slow stage sits matters, so the simulator, "
+              f"not a formula, gives the answer."]
+    return "\n".join(lines)
+
+
+@_reveals("11.head-layers")
+def _head_layers() -> str:
+    from ...canvases.balance import balance_timeline, layer_costs, partition_costs
+    from ..measure import lm_head_layers
+    h, ffn, vocab = 4096, 14336, 128_256
+    head = lm_head_layers(h, ffn, vocab)
+    lines = [f"one layer 2·(4h² + 3h·ffn) = {2 * (4 * h * h + 3 * h * ffn) / 1e9:.3f} GFLOP per "
+             f"token, the LM head 2·h·vocab = {2 * h * vocab / 1e9:.3f}: {head:.2f} layers"]
+    costs = layer_costs(32, embed=0.0, head=head)       # the embedding is a lookup: ~free
+    spans = {}
+    for method in ("even", "balanced"):
+        parts, stage = partition_costs(costs, 4, method)
+        spans[method] = balance_timeline(stage, M=8).makespan
+        lines.append(f"{method:8s}: layers per stage {[len(r) for r in parts]}, stage cost "
+                     f"{[round(c, 2) for c in stage]}, 1F1B makespan {spans[method]:.4g}")
+    perfect = (8 + 4 - 1) * 3
+    assert [len(r) for r in partition_costs(costs, 4, "balanced")[0]] == [8, 9, 9, 6]
+    assert perfect < spans["balanced"] < spans["even"]
+    even, balanced = (spans[k] / perfect - 1 for k in ("even", "balanced"))
+    lines.append(f"perfect balance {perfect}: the even split is {even:+.0%}, the balanced one "
+                 f"{balanced:+.1%}; what remains is granularity, a stage holds whole layers.")
+    return "\n".join(lines)

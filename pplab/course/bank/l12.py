@@ -71,3 +71,37 @@ QUESTIONS = (
                         "scale_grads acts on gradients; the loss exists only on the last "
                         "stage."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+from ...sim import simulate
+
+
+@_reveals("12.m-lt-p")
+def _m_lt_p() -> str:
+    from ...probe.env import browser_note, in_browser
+    if in_browser():
+        return browser_note("torch_refuses(\"Schedule1F1B\", P=4, M=2), pplab.runtime.torch_bridge")
+    from ...runtime.torch_bridge import torch_refuses
+    assert torch_refuses("Schedule1F1B", P=4, M=2)
+    assert torch_refuses("Schedule1F1B", P=4, M=4) is None
+    inflight = simulate(make_schedule("1f1b", 4, 2)).peak_inflight
+    return "\n".join([
+        f"pplab 1f1b P=4 M=2: in flight per rank {inflight}",
+        f"torch Schedule1F1B, 4 stages, M=2: {torch_refuses('Schedule1F1B', P=4, M=2)}",
+        f"torch ScheduleGPipe, 4 stages, M=2: "
+        f"{torch_refuses('ScheduleGPipe', P=4, M=2) or 'accepted'}"])
+
+
+@_reveals("12.scale-grads")
+def _scale_grads() -> str:
+    from ...probe.env import browser_note, in_browser
+    if in_browser():
+        return browser_note("torch_pipeline_grad_ratio(M=4) from pplab.runtime.torch_bridge")
+    from ...runtime.torch_bridge import torch_pipeline_grad_ratio
+    ratios = {s: torch_pipeline_grad_ratio(M=4, scale_grads=s) for s in (True, False)}
+    assert abs(ratios[False] - 4) < 1e-4 and abs(ratios[True] - 1) < 1e-4
+    return "\n".join(f"scale_grads={s!s:5s}: |pipeline gradient| / |full-batch gradient| = "
+                     f"{r:.4f}" for s, r in ratios.items())

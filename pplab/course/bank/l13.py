@@ -105,3 +105,86 @@ QUESTIONS = (
                         "M sets how many pairs a step has, not whether a pair overlaps; the "
                         "overlap is up to the kernels."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+from ...registry import make_schedule
+from ...sim import Costs, simulate
+
+
+@_reveals("13.vhalf-peak")
+def _vhalf_peak() -> str:
+    from ...timeline import peak_inflight
+    lines = []
+    for P in (4, 8, 16):
+        one, half = (max(peak_inflight(make_schedule(n, P, 4 * P), stage_equivalents=True))
+                     for n in ("1f1b", "v-half"))
+        assert one == P and half == (P + 2) // 2
+        lines.append(f"P={P:2d}, M={4 * P:2d}: V-Half peak {half:g} of 1F1B's {one:g} "
+                     f"stage-equivalents ({half / one:.1%})")
+    lines.append("V-Half holds one stage-equivalent more than an exact half, (P + 2)//2: the "
+                 "paper's names are round, and the extra stage matters less as P grows.")
+    return "\n".join(lines)
+
+
+_SEARCH_COSTS = dict(tf=1, tb=2, tw=1)
+
+
+def _searched(P: int, M: int, V: int, cap: int):
+    from ...search import search
+    return search(P, M, V, Costs(**_SEARCH_COSTS), cap=cap, evaluations=300)
+
+
+@_reveals("13.search-cap2")
+def _search_cap2() -> list:
+    from ...draw import draw_timeline
+    from ...timeline import peak_inflight
+    r = _searched(4, 8, 1, 2)
+    naive = simulate(make_schedule("naive", 4, 8), Costs(**_SEARCH_COSTS))
+    lines = [f"search, V = 1, C = 2: makespan {r.makespan:g} (naive {naive.makespan:g}), "
+             f"peak per rank {r.peak_inflight}",
+             "The same memory in a V (a chunk is half a stage, so C half-stage chunks hold "
+             "C/2 stage-equivalents):",
+             "  stage-equiv.  V = 1 search   V family          V = 2 search"]
+    for name in ("v-min", "v-half", "v-zb"):
+        s = make_schedule(name, 4, 8)
+        held = max(peak_inflight(s, stage_equivalents=True))
+        v1, v2 = _searched(4, 8, 1, int(held)), _searched(4, 8, 2, int(2 * held))
+        tl = simulate(s, Costs(**_SEARCH_COSTS))
+        assert v2.makespan <= tl.makespan < v1.makespan
+        lines.append(f"  {held:12g}  {v1.makespan:12g}   {name:6s} {tl.makespan:6g}    "
+                     f"{v2.makespan:6g}")
+    assert r.makespan < naive.makespan and max(r.peak_inflight) <= 2
+    lines.append("Under the same memory the V placement beats every order of one stage per "
+                 "rank the search finds: each rank's two chunks keep it busy while a microbatch "
+                 "travels to the V's bottom and back.")
+    return ["\n".join(lines), draw_timeline(r.timeline, title="search, V = 1, cap C = 2")]
+
+
+@_reveals("13.search-vs-zbh1")
+def _search_vs_zbh1() -> str:
+    z = simulate(make_schedule("zb-h1", 4, 8), Costs(**_SEARCH_COSTS))
+    r = _searched(4, 8, 1, 4)
+    assert r.makespan == z.makespan == 3 * 8 + 3 * (1 + 2 - 2 * 1)
+    return (f"C = 4: ZB-H1 {z.makespan:g}, search {r.makespan:g} (grown from {r.seed}), peak "
+            f"per rank {r.peak_inflight}. ZB-H1 idles (P − 1)(tf + tb − 2tw) = 3 per rank; no "
+            f"single-op move from it, or from the list scheduler's start, found less.")
+
+
+@_reveals("13.dualpipe-tfb")
+def _dualpipe_tfb() -> str:
+    P, M = 4, 16
+    tls = {n: simulate(make_schedule(n, P, M), Costs(**_SEARCH_COSTS, tfb=3.0))
+           for n in ("1f1b", "zb-h1", "dualpipe")}
+    busy = M * 3
+    assert tls["dualpipe"].makespan == busy + (P // 2 - 1) * (3 + 2 - 3 * 1)
+    assert tls["zb-h1"].makespan == busy + (P - 1) * (1 + 2 - 2 * 1)
+    return "\n".join([
+        f"P = {P}, M = {M}, tf = 1, tb = 2, tw = 1, no all-to-all, F&B = tf + tb = 3:",
+        f"  DualPipe {tls['dualpipe'].makespan:g} = M·(tf + tb) + (P/2 − 1)(F&B + B − 3W) = "
+        f"{busy} + {(P // 2 - 1) * 2}  (DeepSeek-V3, Table 2)",
+        f"  ZB-H1    {tls['zb-h1'].makespan:g} = M·(tf + tb) + (P − 1)(tf + tb − 2tw) = {busy} + 3",
+        f"  1F1B     {tls['1f1b'].makespan:g}",
+        "With nothing to hide DualPipe keeps one time unit over ZB-H1, for two copies of the "
+        "parameters."])

@@ -131,3 +131,96 @@ QUESTIONS = (
                         "Each rank's own gradients and parameters once a step, 1/(TP·PP) of "
                         "the model: about 19 GB."))),
 )
+
+
+# ---- measurements: each shown under its question once its guess is committed
+from ..reveals import _reveals
+
+
+@_reveals("14.m-per-replica")
+def _m_per_replica() -> str:
+    from ...memory.published_run import TABLE4, check_row
+    assert [r.batch_per_dp for r in TABLE4[:2]] == [32, 16]
+    assert TABLE4[0].sequences // 16 == 128          # the CS336 notes' 128: this batch over DP 16
+    return "\n".join(line for r in TABLE4 for line in check_row(r))
+
+
+@_reveals("14.denominators")
+def _denominators() -> str:
+    from ...memory.published_run import bubble
+    lines = ["P=16, M=32, equal chunks",
+             " V  V·M  idle÷busy  (P-1)/(V·M)  idle÷total  (P-1)/(V·M+P-1)"]
+    for V in (1, 2, 4, 8):
+        b = bubble(16, 32, V, uneven=False)
+        assert abs(b["ratio"] - 15 / (32 * V)) < 1e-12
+        assert abs(b["fraction"] - 15 / (32 * V + 15)) < 1e-12
+        lines.append(f"{V:2d}  {32 * V:3d}  {b['ratio']:9.1%}  {b['closed_ratio']:11.1%}  "
+                     f"{b['fraction']:10.1%}  {b['closed_fraction']:15.1%}")
+    lines.append("the CS336 notes' 15/79 is the V·M = 64 row ÷ total, their 15/143 the "
+                 "V·M = 128 row")
+    lines.append("idle ÷ (P·makespan) is GPipe's and Zero Bubble's \"bubble rate\"; idle ÷ busy "
+                 "is Megatron-LM's, and the Llama 3 paper's (PP − 1)/(V·M). With equal chunks "
+                 "the simulator gives (P−1)/(V·M + P−1) and (P−1)/(V·M) exactly (lesson 05): "
+                 "each pass of a microbatch through the fill and drain idles (P−1)/V of a "
+                 "rank's time.")
+    from ...closed_forms import bubble_fraction
+    from ...memory.published_run import lecture_claims
+    assert abs(bubble_fraction(16, 128) - 15 / 143) < 1e-12
+    lines.append("The CS336 notes' inputs against Table 4 (section 4 reads them):")
+    for c in lecture_claims():
+        assert not c["ok"]
+        lines.append(f"  notes: {c['claim']}\n     Table 4: {c['table']}")
+    return "\n".join(lines)
+
+
+@_reveals("14.lighter-ends")
+def _lighter_ends() -> str:
+    from ...memory.published_run import bubble, chunk_scales
+    lines = [f"chunk FLOPs ÷ the mean chunk: first {chunk_scales(16, 32, 8)[0]:g}, others "
+             f"{chunk_scales(16, 32, 8)[1]:g}, last {chunk_scales(16, 32, 8)[-1]:g}"]
+    for M in (32, 16):
+        eq, ll = bubble(16, M, 8, uneven=False), bubble(16, M, 8)
+        assert abs(ll["fraction"] - eq["fraction"]) < 0.005
+        lines.append(f"M={M}: idle÷total {eq['fraction']:.2%} equal → {ll['fraction']:.2%} "
+                     f"Llama 3's; idle÷busy {eq['ratio']:.2%} → {ll['ratio']:.2%}")
+    return "\n".join(lines)
+
+
+@_reveals("14.grad-gb")
+def _grad_gb() -> str:
+    from ...memory.published_run import TABLE4, gradient_ways, memory_table
+    lines = []
+    for row in TABLE4[:2]:
+        for w in gradient_ways(row):
+            how = "summed whole, reduced once a step" if w["mode"] == "per_step" else \
+                "reduce-scattered every microbatch"
+            lines.append(f"{row.label}, gradients {how}: rank {w['rank']} holds "
+                         f"{w['grads'] / 1e9:.2f} GB of them, {w['total'] / 1e9:.1f} GB in all "
+                         f"({'fits in' if w['fits'] else 'over'} 80 GB); DP sends "
+                         f"{w['dp_bytes'] / 1e9:.1f} GB a step")
+    once, every = gradient_ways(TABLE4[0])
+    assert once["grads"] > 7 * every["grads"] and every["dp_bytes"] > 20 * once["dp_bytes"]
+    assert not once["fits"] and not every["fits"]
+    rows = memory_table(TABLE4[0])
+    lines += ["", "memory per GPU of each pipeline rank, 8,192 GPUs (GB):"] + rows[:4] + \
+        ["   ..."] + rows[-2:]
+    return "\n".join(lines)
+
+
+@_reveals("14.mfu-bubble")
+def _mfu_bubble() -> str:
+    from ...memory.published_run import TABLE4, mfu_budget
+    lines = ["row                        MFU   bubble÷total  busy util.  bubble costs  rest"]
+    for row in TABLE4:
+        b = mfu_budget(row)
+        lines.append(f"{row.label:25s} {b['mfu']:5.1%}  {b['bubble_fraction']:12.1%}  "
+                     f"{b['busy']:10.1%}  {b['bubble_points'] * 100:9.1f} pt  "
+                     f"{b['rest_points'] * 100:4.1f} pt")
+    first = mfu_budget(TABLE4[0])
+    assert 0.02 < first["bubble_points"] < 0.035 and first["rest_points"] > 0.5
+    lines.append("An idle rank computes nothing, so MFU = (1 − bubble ÷ total) × (share of peak "
+                 "reached while the ranks compute). The rest is whatever slows the busy ranks: "
+                 "matmuls below peak, communication not hidden, stragglers. The CS336 notes' "
+                 "\"~47%, ~9 points\" is the same identity applied to the long-context row's 38% "
+                 "and a 19% bubble the run did not have.")
+    return "\n".join(lines)
