@@ -28,12 +28,14 @@ QUESTIONS = (
                         "model fits with little or no pipeline.", True),
                  Option("TP = 2", "Deep pipelines fit, but the stage holding the LM head is "
                         "slower than the rest and sets the pace."),
-                 Option("TP = 1", "Without TP the stages do not fit.")),
+                 Option("TP = 1", "It fits only with full recomputation and a 4-stage "
+                        "pipeline: a third more compute, about 28% slower than the best.")),
         explain="TP = 4 pays half of TP = 8's all-reduce time per op; going below it needs a "
                 "deep pipeline, whose last stage also runs the 128k-vocabulary head."),
     Question(
         "09.q-order", "quiz", "choice",
-        "Why is TP the innermost axis and PP the outermost?",
+        "In Megatron-LM's default rank order, why is TP the innermost axis and PP the "
+        "outermost?",
         options=(Option("TP's collectives are large and wait on every layer; PP's are small",
                         "NVLink for TP; InfiniBand is enough for PP's point-to-point "
                         "messages.", True),
@@ -87,8 +89,13 @@ def _planner_tp() -> str:
     from ...canvases.memory import plan_table
     from ...memory import get_preset
     from ...memory.planner import plan
-    table = plan_table(plan(get_preset("llama3-70b").with_(seq=4096), 64), top=8)
+    cands = plan(get_preset("llama3-70b").with_(seq=4096), 64)
+    table = plan_table(cands, top=8)
     assert " 1. TP=4 " in table
+    fits = [c for c in cands if c.feasible]
+    tp1 = next(c for c in fits if c.config.tp == 1)          # the TP = 1 option's feedback
+    assert (tp1.config.recompute, tp1.config.pp) == ("full", 4)
+    assert 1.25 < tp1.step_time / fits[0].step_time < 1.31
     return [table, "The winners use TP = 4 and little or no pipeline: half the node's TP "
                    "traffic, and ZeRO-2 plus selective recomputation make the model fit. Deeper "
                    "pipelines with TP = 2 fit too, but the stage that also runs the LM head (a "
