@@ -52,8 +52,8 @@ QUESTIONS = (
         "07.q-zero2", "quiz", "number",
         "ZeRO-2 on N_d = 8 for Ψ = 10B: GB per GPU?",
         answer=37.5, unit="GB",
-        traps=((20, "20 GB is 2Ψ alone; add the sharded 14Ψ/N_d."),
-               (160 / 8, "That is ZeRO-3's 16Ψ/N_d.")),
+        traps=((20, "20 GB is 2Ψ alone (and, at N_d = 8, also ZeRO-3's 16Ψ/N_d); ZeRO-2 "
+                    "keeps the bf16 parameters whole and adds the sharded 14Ψ/N_d."),),
         hint="2Ψ + 14Ψ/N_d."),
     Question(
         "07.q-rank0", "quiz", "choice",
