@@ -43,3 +43,17 @@ def test_the_nearest_miss(text, layouts):
     assert (f"The nearest miss is a 1F1B layout at TP = 2, PP = 4 whose *first* rank (the "
             f"deepest warm-up, four microbatches in flight) needs "
             f"{near.peak_bytes / 1e9:.1f} GB") in text
+
+
+def test_the_lm_heads_weight(text):
+    """The last stage's share of work that section 3 and the planner question's reveal quote."""
+    from pplab.course.reveals import measurement_text
+    from pplab.memory.planner import _stage_scale
+    m8 = get_preset("llama3-8b").with_(seq=4096)
+    v1 = _stage_scale(m8, "1f1b", 8, 8, None, None, None, 4096)[-1]
+    v2 = _stage_scale(m8, "interleaved", 8, 8, 2, None, None, 4096)[-1]
+    assert f"about {v1:.1f} stages of work at V = 1 and {v2:.1f} chunks at V = 2" in text
+    m70 = get_preset("llama3-70b").with_(seq=4096)
+    layer = 2 * m70.layer_params().total + 4 * m70.hidden * 4096
+    head = 2 * m70.vocab * m70.hidden / layer
+    assert f"about {head:.1f} layers of work" in measurement_text("09.planner-tp")

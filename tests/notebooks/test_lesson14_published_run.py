@@ -80,3 +80,23 @@ def test_mfu_and_efficiency_figures(text):
 @pytest.mark.parametrize("claim", ["16,384 sequences", "128", "15/143", "15/79", "38%"])
 def test_every_claim_of_the_lecture_notes_is_named_and_answered(claim, text):
     assert claim in text
+
+
+def test_the_canvas_notice(text):
+    """Section 5's Notice, against the canvas's own model: M caps the warm-up, and with the
+    gradients reduce-scattered every microbatch V = 1 fits at every M the slider offers."""
+    from pplab.canvases.published import M_OPTIONS, V_OPTIONS, row_for
+    from pplab.memory import memory_report
+
+    def worst(M, V, how):
+        model, cfg = pr.layout(row_for(M), V=V, zero2_reduce=how)
+        return max(memory_report(model, cfg).per_rank, key=lambda r: r.total)
+    assert [worst(16, V, "per_step").inflight for V in V_OPTIONS] == [15, 16, 16, 16]
+    fits = {(M, V) for M in M_OPTIONS for V in V_OPTIONS
+            if worst(M, V, "per_microbatch").total <= 80e9}
+    assert fits == {(M, 1) for M in M_OPTIONS}
+    assert not any(worst(M, V, "per_step").total <= 80e9 for M in M_OPTIONS for V in V_OPTIONS)
+    assert 0.45 < pr.bubble(16, 16, 1)["fraction"] < 0.55
+    assert 0.3 < pr.bubble(16, 32, 1)["fraction"] < 0.36
+    assert "only V = 1 fits, at every M, with a bubble of about half the step at M = 16 and a " \
+           "third at M = 32" in " ".join(text.split())
