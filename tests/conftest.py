@@ -114,7 +114,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
-def _remove_kept_run_folders(request, monkeypatch):
+def _remove_kept_run_folders(request, monkeypatch, tmp_path_factory):
     """A launch that fails keeps its folder, so the user can read the logs its error names
     (``pplab.runtime.launcher``); a test that starts torchrun gets a temporary directory of
     its own (``tempfile`` and ``TMPDIR`` for what it spawns), removed afterwards, so the
@@ -123,7 +123,8 @@ def _remove_kept_run_folders(request, monkeypatch):
     if request.node.get_closest_marker("torchrun") is None:
         yield
         return
-    own = tempfile.mkdtemp(prefix="pplab-test-")
+    tmp_path_factory.getbasetemp()      # pytest's own base, made before TMPDIR moves: it
+    own = tempfile.mkdtemp(prefix="pplab-test-")  # must outlive this test's folder
     monkeypatch.setattr(tempfile, "tempdir", own)
     monkeypatch.setenv("TMPDIR", own)
     try:

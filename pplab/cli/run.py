@@ -19,10 +19,9 @@ MODEL_FLAGS = {"layers": "transformer blocks (default: 8)",
 
 
 def model_config(args):
-    """TinyConfig from the model flags given; None keeps every default."""
+    """TinyConfig from the model flags given, the defaults for the rest (always a config:
+    run_schedule sets exactly the fields it is handed, so None would mean no model)."""
     given = {k: getattr(args, k) for k in MODEL_FLAGS if getattr(args, k) is not None}
-    if not given:
-        return None
     from ..runtime.model import TinyConfig
     if "mbs" in given:
         given["microbatch_size"] = given.pop("mbs")
