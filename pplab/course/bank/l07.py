@@ -110,9 +110,29 @@ def _gpipe_vs_1f1b() -> str:
 def _zbh1_peak_rank() -> str:
     lines, reps = _schedules_memory((("gpipe", None), ("1f1b", None), ("interleaved", 2),
                                      ("zb-h1", None), ("dualpipev", None), ("dualpipe", None)))
-    assert reps["zb-h1"].peak_rank == 7
-    return "\n".join(["Each schedule's peak rank, Llama 3 70B at TP = PP = DP = 8, M = 32:"]
+    from ...registry import make_schedule
+    from ...timeline import peak_inflight
+    zb, one = reps["zb-h1"], reps["1f1b"]
+    assert zb.peak_rank == 7 and [round(r.inflight) for r in zb.per_rank] == [8] * 8
+    last_1f1b, last_zb = one.per_rank[7].activations / 1e9, zb.per_rank[7].activations / 1e9
+    assert round(last_1f1b, 2) == 1.71 and round(last_zb, 2) == 12.08 and last_zb < 8 * last_1f1b
+    assert peak_inflight(make_schedule("dualpipev", 8, 32))[0] == 2 * 8 + 1
+    return "\n".join(["Each schedule's peak rank, Llama 3 70B at TP = PP = DP = 8, M = 32",
+                      "(in-flight: microbatches, in units of one rank's full share of layers):"]
                      + lines + [
-        "Under ZB-H1 the last rank holds 1 whole microbatch and 7 with a pending W; with "
-        "selective recomputation a pending W keeps 32 of a whole one's 34 bytes per token and "
-        "hidden unit, and with the output layer and the fp32 logits that rank becomes the peak."])
+        "",
+        "GPipe runs all 32 forwards first: every rank holds all 32 microbatches, and the last",
+        "rank, which also keeps the fp32 logits of every microbatch, is the peak.",
+        "Interleaved (V = 2): rank 0 holds 8 × (1 + (P − 1)/(P·V)) = 11.5 rank-shares,",
+        "Korthikanti §4.2.3's factor: the warm-up runs further ahead in half-size chunks.",
+        "ZB-H1 keeps P microbatches alive on every rank, but rank r holds only P − r of them",
+        "whole: up to r wait for their W and keep the linear layers' inputs and output",
+        "gradients (32·s·b·h bytes per layer at t = 1, Zero Bubble's M_W, its Table 1). With",
+        "selective recomputation a whole microbatch keeps 34·s·b·h, so a pending W is almost",
+        f"as heavy: the last rank's activations go from {last_1f1b:.2f} GB (1F1B) to "
+        f"{last_zb:.2f} GB,",
+        "and with the output layer and the fp32 logits it becomes the peak rank.",
+        "DualPipeV folds the pipeline into a V: rank 0 holds the first and the last stage",
+        "(embedding and output layer) and 2P + 1 = 17 half-size chunks at its peak.",
+        "DualPipe runs two pipelines in opposite directions: every rank holds two copies of",
+        "its parameters (DeepSeek-V3 Table 2: 2× parameters, P + 1 activations)."])
