@@ -8,6 +8,7 @@ import nbformat
 import pytest
 
 from pplab.course.bank import LESSONS, get, of_lesson
+from tests.helpers.lesson_text import lesson_text
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
@@ -84,7 +85,7 @@ def test_every_canvas_says_what_to_try_and_notice(lesson):
 
 
 def _text(lesson):
-    return "\n".join(c.source for c in _nb(lesson).cells)
+    return lesson_text(lesson)
 
 
 def test_corrected_errors_are_stated():

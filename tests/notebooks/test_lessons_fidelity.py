@@ -4,6 +4,8 @@ from pathlib import Path
 
 import nbformat
 
+from tests.helpers.lesson_text import lesson_text
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
 
@@ -13,7 +15,7 @@ def _nb(lesson):
 
 
 def _text(lesson):
-    return "\n".join(c.source for c in _nb(lesson).cells).replace("\n", " ")
+    return lesson_text(lesson).replace("\n", " ")
 
 
 def _outputs(lesson):
