@@ -1,4 +1,6 @@
 """Lesson 13: schedules for a memory budget (the V family, search under a cap, DualPipe's F&B)."""
+from functools import lru_cache
+
 from ...registry import make_schedule
 from ...timeline import peak_inflight
 from ..measure import timeline
@@ -14,11 +16,22 @@ def peak_share_pct(name: str, P: int, M: int) -> float:
     return 100 * peak(name) / peak("1f1b")
 
 
-def searched_makespan(P: int, M: int, cap: int) -> float:
-    """What ``pplab.search`` finds under a cap of ``cap`` microbatches per rank."""
+# The budget of the lesson's own search cell, so an answer here is what the student's cell finds.
+SEARCH_EVALUATIONS = 100
+
+
+@lru_cache(maxsize=None)
+def searched(P: int, M: int, V: int, cap: int):
+    """What ``pplab.search`` finds under a cap of ``cap`` microbatches per rank (kept: the
+    answer and its measurement ask for the same searches)."""
     from ...search import search
     from ...sim import Costs
-    return search(P, M, 1, Costs(**_COSTS), cap=cap, evaluations=300).makespan
+    return search(P, M, V, Costs(**_COSTS), cap=cap, evaluations=SEARCH_EVALUATIONS)
+
+
+def searched_makespan(P: int, M: int, cap: int) -> float:
+    """The makespan the search finds with one stage per rank."""
+    return searched(P, M, 1, cap).makespan
 
 
 QUESTIONS = (
@@ -128,20 +141,13 @@ def _vhalf_peak() -> str:
     return "\n".join(lines)
 
 
-_SEARCH_COSTS = dict(tf=1, tb=2, tw=1)
-
-
-def _searched(P: int, M: int, V: int, cap: int):
-    from ...search import search
-    return search(P, M, V, Costs(**_SEARCH_COSTS), cap=cap, evaluations=300)
-
 
 @_reveals("13.search-cap2")
 def _search_cap2() -> list:
     from ...draw import draw_timeline
     from ...timeline import peak_inflight
-    r = _searched(4, 8, 1, 2)
-    naive = simulate(make_schedule("naive", 4, 8), Costs(**_SEARCH_COSTS))
+    r = searched(4, 8, 1, 2)
+    naive = simulate(make_schedule("naive", 4, 8), Costs(**_COSTS))
     lines = [f"search, V = 1, C = 2: makespan {r.makespan:g} (naive {naive.makespan:g}), "
              f"peak per rank {r.peak_inflight}",
              "The same memory in a V (a chunk is half a stage, so C half-stage chunks hold "
@@ -150,8 +156,8 @@ def _search_cap2() -> list:
     for name in ("v-min", "v-half", "v-zb"):
         s = make_schedule(name, 4, 8)
         held = max(peak_inflight(s, stage_equivalents=True))
-        v1, v2 = _searched(4, 8, 1, int(held)), _searched(4, 8, 2, int(2 * held))
-        tl = simulate(s, Costs(**_SEARCH_COSTS))
+        v1, v2 = searched(4, 8, 1, int(held)), searched(4, 8, 2, int(2 * held))
+        tl = simulate(s, Costs(**_COSTS))
         assert v2.makespan <= tl.makespan < v1.makespan
         lines.append(f"  {held:12g}  {v1.makespan:12g}   {name:6s} {tl.makespan:6g}    "
                      f"{v2.makespan:6g}")
@@ -164,8 +170,8 @@ def _search_cap2() -> list:
 
 @_reveals("13.search-vs-zbh1")
 def _search_vs_zbh1() -> str:
-    z = simulate(make_schedule("zb-h1", 4, 8), Costs(**_SEARCH_COSTS))
-    r = _searched(4, 8, 1, 4)
+    z = simulate(make_schedule("zb-h1", 4, 8), Costs(**_COSTS))
+    r = searched(4, 8, 1, 4)
     assert r.makespan == z.makespan == 3 * 8 + 3 * (1 + 2 - 2 * 1)
     return (f"C = 4: ZB-H1 {z.makespan:g}, search {r.makespan:g} (grown from {r.seed}), peak "
             f"per rank {r.peak_inflight}. ZB-H1 idles (P − 1)(tf + tb − 2tw) = 3 per rank; no "
@@ -175,7 +181,7 @@ def _search_vs_zbh1() -> str:
 @_reveals("13.dualpipe-tfb")
 def _dualpipe_tfb() -> str:
     P, M = 4, 16
-    tls = {n: simulate(make_schedule(n, P, M), Costs(**_SEARCH_COSTS, tfb=3.0))
+    tls = {n: simulate(make_schedule(n, P, M), Costs(**_COSTS, tfb=3.0))
            for n in ("1f1b", "zb-h1", "dualpipe")}
     busy = M * 3
     assert tls["dualpipe"].makespan == busy + (P // 2 - 1) * (3 + 2 - 3 * 1)
