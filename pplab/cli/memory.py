@@ -13,7 +13,7 @@ from ..memory.parallel import RECOMPUTE, ZERO2_REDUCE, ZERO3_REGATHER
 from ..memory.planner import LEAVES_OUT, estimate, explain
 from ..memory.units import fmt_bytes, fmt_count, fmt_seconds
 from .checks import add_pmv
-from .plan import add_plan_arguments
+from .plan import add_activations_argument, add_plan_arguments
 from .sizing import add_hardware_arguments, add_model_arguments, hardware_from_args, \
     model_flags, model_from_args
 
@@ -48,6 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="activation recomputation (default: %(default)s)")
     g.add_argument("--schedule", "-s", default="1f1b", metavar="NAME",
                    help="pipeline schedule (default: %(default)s)")
+    add_activations_argument(g)
     add_pmv(g, P=None)
     g.add_argument("--mbs", type=int, default=1,
                    help="microbatch size in sequences (default: 1)")
@@ -74,7 +75,8 @@ def main(a) -> int:
     cfg = ParallelConfig(a.tp, a.pp, a.dp, a.zero, a.sp, a.recompute, a.mbs, a.M,
                          a.schedule, a.V, a.gpus, zero3_regather=a.zero3_regather,
                          zero2_reduce=a.zero2_reduce,
-                         first_layers=a.first_layers, last_layers=a.last_layers, cp=a.cp)
+                         first_layers=a.first_layers, last_layers=a.last_layers, cp=a.cp,
+                         activations=a.activations)
     rep = memory_report(model, cfg)
     vol = comm_volumes(model, cfg, rep.schedule)
     est = estimate(model, cfg, hw)

@@ -8,6 +8,7 @@ import json
 
 from ..memory.export import TOOLS, cannot_run, megatron_text, torchtitan_toml
 from ..memory.plan_text import misses, plan_rows
+from ..memory.activations import ACTIVATION_MODELS
 from ..memory.parallel import RECOMPUTE, ZERO3_REGATHER, ParallelConfig
 from ..memory.planner import LEAVES_OUT, mfu, plan, rank_among, sized
 from ..memory.units import fmt_bytes, fmt_count, fmt_seconds
@@ -30,6 +31,13 @@ def add_plan_arguments(g, note: str = "") -> None:
                    help=f"{note}fitting layouts shown, 0 for all (default: 10)")
 
 
+def add_activations_argument(g) -> None:
+    g.add_argument("--activations", default="korthikanti", choices=ACTIVATION_MODELS,
+                   help="how a layer's kept activations are counted: Korthikanti's GPT layer, "
+                        "or the tensors a Llama-style layer keeps for its backward "
+                        "(default: %(default)s)")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arguments(p)
     p.add_argument("--gpus", type=int, required=True,
@@ -37,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_hardware_arguments(p)
     g = p.add_argument_group("search")
     add_plan_arguments(g)
+    add_activations_argument(g)
     g.add_argument("--mbs", type=_sizes, default=(1,), metavar="B[,B...]",
                    help="microbatch sizes in sequences to search, e.g. 1,2,4; one for a named "
                         "layout (default: 1)")
@@ -138,7 +147,8 @@ def run_plan(a) -> int:
         limits["zero3_regather"] = TOOLS[tool].zero3_regather
     search = dict(global_batch=a.global_batch, micro_batches=_mbs(a), max_pp=a.max_pp,
                   first_layers=getattr(a, "first_layers", None),
-                  last_layers=getattr(a, "last_layers", None), schedules=names)
+                  last_layers=getattr(a, "last_layers", None), schedules=names,
+                  activations=a.activations)
     mine = _named(a, model) if getattr(a, "command", "plan") == "plan" else None
     if mine is not None:
         return _named_report(a, model, hw, mine, tool, search)
@@ -206,7 +216,8 @@ def _named(a, model) -> ParallelConfig | None:
     return ParallelConfig(tp, pp, dp, zero, sp, a.recompute or "selective", b, M, name,
                           a.V, zero3_regather=a.zero3_regather,
                           first_layers=a.first_layers if pp > 1 else None,
-                          last_layers=a.last_layers if pp > 1 else None, cp=cp)
+                          last_layers=a.last_layers if pp > 1 else None, cp=cp,
+                          activations=a.activations)
 
 
 def _named_report(a, model, hw, cfg, tool, search) -> int:

@@ -135,18 +135,40 @@ class MemoryReport:
                 "peak_bytes": self.peak_bytes, "peak_rank": self.peak_rank}
 
 
+def layer_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None) -> float:
+    """Bytes one layer keeps for one microbatch, counted as ``cfg.activations`` says."""
+    full = seq or model.seq
+    s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
+    if cfg.activations == "kept":
+        return act.kept_layer_bytes(s, b, model.hidden, model.heads, model.kv * model.head_dim,
+                                    model.ffn, t, cfg.sp, cfg.recompute, cfg.bytes_act, full)
+    return act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
+                                      cfg.recompute, cfg.bytes_act, full)
+
+
+def end_extra_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None
+                    ) -> tuple[float, float]:
+    """(first stage, last stage) bytes beyond their layers for one microbatch. Korthikanti
+    §4.3: the embedding's dropout mask; the final norm's and the output layer's inputs and the
+    fp32 logits. Counted as ``"kept"``: no dropout, so nothing on the first stage; the final
+    norm's output (the output layer's input) and the logits on the last."""
+    s, b, t = cfg.local_seq(seq or model.seq), cfg.microbatch, cfg.tp
+    last = act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
+                                      cfg.bytes_act)
+    if cfg.activations == "kept":
+        return 0.0, last - 2 * s * b * model.hidden * cfg.bytes_act / 2 / (t if cfg.sp else 1)
+    return act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp), last
+
+
 def stage_activation_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
                            stage: int, layers: range, seq: int | None = None) -> float:
     """Bytes one microbatch leaves alive on ``stage`` until its backward: layers + extras."""
-    full = seq or model.seq
-    s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
-    out = len(layers) * act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
-                                                   cfg.recompute, cfg.bytes_act, full)
+    out = len(layers) * layer_bytes(model, cfg, seq)
+    first, last = end_extra_bytes(model, cfg, seq)
     if schedule.is_first(stage):
-        out += act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp)
+        out += first
     if schedule.is_last(stage):
-        out += act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
-                                          cfg.bytes_act)
+        out += last
     return out
 
 
@@ -154,19 +176,16 @@ def stage_w_pending_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Sched
                           stage: int, layers: range, seq: int | None = None) -> float:
     """Bytes a microbatch keeps on ``stage`` between its ``I`` and its ``W`` (split backwards
     only): what the weight gradients still need, well below the full activations."""
-    full = seq or model.seq
-    s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
+    s, b, t = cfg.local_seq(seq or model.seq), cfg.microbatch, cfg.tp
     # each part never more than what the whole microbatch keeps (under full recomputation a
     # pending W could re-run its forward from the kept input instead)
     layer = min(act.layer_w_pending_bytes(s, b, model.hidden, t, cfg.sp, cfg.bytes_act),
-                act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
-                                           cfg.recompute, cfg.bytes_act, full))
+                layer_bytes(model, cfg, seq))
     out = len(layers) * layer
     if schedule.is_last(stage):
         out += min(act.last_stage_w_pending_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
                                                   cfg.bytes_act),
-                   act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
-                                              cfg.bytes_act))
+                   end_extra_bytes(model, cfg, seq)[1])
     return out
 
 

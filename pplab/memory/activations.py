@@ -38,6 +38,39 @@ def layer_activation_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool 
     return sbh * per * bytes_per_value / 2
 
 
+#: how a layer's kept activations are counted (``ParallelConfig.activations``): Korthikanti's
+#: Table 2 (a GPT layer: LayerNorm inputs, dropout masks, full-width K and V, a 4h GeLU MLP), or
+#: ``kept_layer_bytes``: the tensors this model's own layer leaves for its backward
+ACTIVATION_MODELS = ("korthikanti", "kept")
+
+
+def kept_layer_bytes(s: int, b: int, h: int, a: int, kv_dim: int, ffn: int, t: int = 1,
+                     sp: bool = False, recompute: str = "none", bytes_per_value: float = 2,
+                     keys: int | None = None) -> float:
+    """Bytes one Llama-style layer (RMSNorm, GQA, SwiGLU, no dropout) keeps for one microbatch
+    when nothing its backward needs is recomputed and nothing else is kept — what "The Llama 3
+    Herd of Models" §3.3.2 reached by deallocating every tensor not used again ("based on
+    detailed memory allocation profiling"). Per token, in values: each RMSNorm's output (h; the
+    norm's backward works from its output, as Megatron-LM's memory-efficient norm does, and it
+    is the next matmul's input anyway), FlashAttention's Q (h), K and V (``kv_dim`` each) and
+    output O (h, also the output projection's input), SwiGLU's gate and up (f each) and their
+    product (f, the down projection's input): 4h + 2·kv_dim + 3f. Korthikanti's 34·s·b·h
+    counts instead LayerNorm inputs, two dropout masks, full-width K and V and a 4h GeLU MLP.
+    Without SP the two norm outputs (the column-parallel inputs) are whole on every TP rank;
+    with SP everything is split. ``recompute="none"`` adds the softmax output (2·a·s² per
+    sequence, no dropout) that FlashAttention would not keep; ``"full"`` keeps the input only."""
+    if recompute == "full":
+        per = 2.0 * h
+    elif recompute in ("none", "selective"):
+        split = 2 * h + 2 * kv_dim + 3 * ffn
+        per = 2 * (2 * h / (t if sp else 1) + split / t)
+        if recompute == "none":
+            per += 2 * a * (keys or s) / t
+    else:
+        raise ValueError(f"recompute must be none, selective or full, got {recompute!r}")
+    return s * b * per * bytes_per_value / 2
+
+
 def layer_w_pending_bytes(s: int, b: int, h: int, t: int = 1, sp: bool = False,
                           bytes_per_value: float = 2) -> float:
     """Bytes one layer keeps for a microbatch whose input gradient ``I`` has run but whose

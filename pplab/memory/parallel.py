@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from ..ir import Schedule
 from ..partition import stage_layers
 from ..registry import make_schedule
+from .activations import ACTIVATION_MODELS
 from .model_spec import ModelSpec
 
 #: recomputation modes: the memory model predicts the first three; the runtime also runs
@@ -52,6 +53,9 @@ class ParallelConfig:
     (their activations and compute; ring attention passes the keys and values around), and
     keeps the parameters whole like a DP replica, so gradients are reduced and ZeRO shards
     over DP·CP (``shard``), as Megatron-LM and torchtitan do.
+    ``activations`` says how a layer's kept activations are counted: ``"korthikanti"``
+    (Korthikanti et al. 2022, Table 2: a GPT layer) or ``"kept"`` (the tensors the model's
+    own layer leaves for its backward, ``activations.kept_layer_bytes``; Llama-style only).
     """
     tp: int = 1
     pp: int = 1
@@ -73,6 +77,7 @@ class ParallelConfig:
     first_layers: int | None = None
     last_layers: int | None = None
     cp: int = 1
+    activations: str = "korthikanti"
 
     @property
     def num_gpus(self) -> int:
@@ -114,6 +119,12 @@ class ParallelConfig:
         if self.zero2_reduce not in ZERO2_REDUCE:
             raise ValueError(f"zero2_reduce must be one of {', '.join(ZERO2_REDUCE)}, "
                              f"got {self.zero2_reduce!r}")
+        if self.activations not in ACTIVATION_MODELS:
+            raise ValueError(f"activations must be one of {', '.join(ACTIVATION_MODELS)}, "
+                             f"got {self.activations!r}")
+        if self.activations == "kept" and model.arch != "llama":
+            raise ValueError(f"activations='kept' counts a Llama-style layer (RMSNorm, GQA, "
+                             f"SwiGLU); {model.name} is {model.arch!r}: use 'korthikanti'")
         if self.recompute not in RECOMPUTE:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
                              f"got {self.recompute!r}")

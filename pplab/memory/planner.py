@@ -258,7 +258,7 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
          sp: bool = True, max_pp: int | None = None,
          zero3_regather: tuple[str, ...] = ("per_microbatch", "per_step"),
          first_layers: int | None = None, last_layers: int | None = None,
-         cps: tuple[int, ...] = (1,)) -> list[Candidate]:
+         cps: tuple[int, ...] = (1,), activations: str = "korthikanti") -> list[Candidate]:
     """All candidate layouts, feasible ones first, fastest first; infeasible ones say why.
 
     ``global_batch`` counts sequences per step (default 8 per GPU); M = global_batch/(DP·b).
@@ -266,6 +266,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
     ``zero3_regather``: the ZeRO-3 modes to consider (``ParallelConfig.zero3_regather``).
     ``first_layers``/``last_layers``: fixed layer counts of the first/last stage when PP > 1.
     ``cps``: the context-parallel degrees tried (DP = GPUs ÷ (TP·CP·PP)).
+    ``activations``: how every layout's kept activations are counted
+    (``ParallelConfig.activations``).
     """
     hw = hw or Hardware()
     if gpus < 1:
@@ -282,7 +284,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
             d = gpus // (t * c * p)
             for b in micro_batches:
                 if gb % (d * b):
-                    out.append(Candidate(ParallelConfig(t, p, d, microbatch=b, cp=c), False,
+                    out.append(Candidate(ParallelConfig(t, p, d, microbatch=b, cp=c,
+                                                        activations=activations), False,
                                          f"global batch {gb} is not a multiple of DP×b = "
                                          f"{d * b}", memory=hw.memory))
                     continue
@@ -292,7 +295,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                 for name in (schedules if p > 1 else ("1f1b",)):
                     for V in (virtual if spec(name).stages_per_rank == "any" else (None,)):
                         out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
-                                             sp and t > 1, zeros, hw, seq, ends, c))
+                                             sp and t > 1, zeros, hw, seq, ends, c,
+                                             activations))
     out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
     return out
 
@@ -352,7 +356,7 @@ def _cheap(z, mode, M) -> bool:
 
 
 def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
-              ends=(None, None), cp=1) -> list[Candidate]:
+              ends=(None, None), cp=1, activations="korthikanti") -> list[Candidate]:
     """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V) that can
     rank first; the rest are pruned by dominance and not listed (docs/memory.md, "Planner").
 
@@ -371,7 +375,7 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
     rcs = [rc for rc in RC_ORDER if rc in rcs]
     base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
                           schedule=name, virtual=V, first_layers=ends[0], last_layers=ends[1],
-                          cp=cp)
+                          cp=cp, activations=activations)
     try:
         # validate at the reduced M: same residue mod 2P, so the same divisibility rules
         small = base.with_(microbatches=small_key(base)[2])

@@ -95,7 +95,8 @@ def end_layers(P: int, V: int, layers: int = 126) -> int:
 
 
 def layout(row: Row, V: int = LLAMA3_V, microbatch: int = 1, zero: int = 2,
-           bytes_grad: float = 4, recompute: str = "selective", zero2_reduce: str = "per_step"):
+           bytes_grad: float = 4, recompute: str = "selective", zero2_reduce: str = "per_step",
+           activations: str = "korthikanti"):
     """(model, ParallelConfig) for a Table 4 row as the paper describes it (§3.3.2).
 
     Interleaved 1F1B, the first and last chunks one layer lighter (``end_layers``),
@@ -106,7 +107,9 @@ def layout(row: Row, V: int = LLAMA3_V, microbatch: int = 1, zero: int = 2,
     accumulator (the default), or after every microbatch (``gradient_ways`` compares them).
     No activation checkpointing at 8K tokens: pplab's ``"selective"`` row is the nearest, the
     attention scores not kept (FlashAttention recomputes them in the backward) and nothing
-    else re-run."""
+    else re-run. ``activations``: how a layer's kept tensors are counted
+    (``ParallelConfig.activations``; ``published_runs.LLAMA3_AS_RUN`` says why the published
+    runs table counts them ``"kept"`` and reduces every microbatch)."""
     if row.cp != 1:
         raise ValueError(f"pplab models no context parallelism (CP={row.cp}); use a CP=1 row")
     if row.batch_per_dp % microbatch:
@@ -117,7 +120,8 @@ def layout(row: Row, V: int = LLAMA3_V, microbatch: int = 1, zero: int = 2,
     cfg = ParallelConfig(tp=row.tp, pp=row.pp, dp=row.dp, zero=zero, bytes_grad=bytes_grad,
                          zero2_reduce=zero2_reduce, sp=True, recompute=recompute,
                          microbatch=microbatch, microbatches=row.batch_per_dp // microbatch,
-                         schedule="interleaved", virtual=V, first_layers=k, last_layers=k)
+                         schedule="interleaved", virtual=V, first_layers=k, last_layers=k,
+                         activations=activations)
     cfg.validate(model)
     return model, cfg
 

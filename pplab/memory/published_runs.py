@@ -26,6 +26,16 @@ NOT_EXPRESSIBLE = {
 }
 
 
+#: Llama 3 405B as it ran, where ``published_run.layout``'s defaults (lesson 14 takes them
+#: apart) put it over 80 GB. "The Llama 3 Herd of Models" §3.3.2: FSDP "shards optimizer
+#: states and gradients" and reduce-scatters them in FP32, so the fp32 gradients are a shard,
+#: reduced as each microbatch's backward produces them, not a whole-size accumulator; and
+#: "based on detailed memory allocation profiling, we proactively deallocate tensors that will
+#: not be used for future computation", so a layer keeps what its own backward needs
+#: (``activations.kept_layer_bytes``: 27.75·s·b·h/t for 405B's GQA and SwiGLU) and not
+#: Korthikanti's GPT layer (34·s·b·h/t: LayerNorm inputs, dropout masks, full-width K and V).
+LLAMA3_AS_RUN = {"zero2_reduce": "per_microbatch", "activations": "kept"}
+
 #: the runs the one efficiency is fitted to; every other row is held out
 FIT_ON = ("GPT 145.6B, 1,536 A100", "Llama 3 405B, 8,192 H100, seq 8,192")
 
@@ -42,7 +52,7 @@ def throughput_ratio(row, efficiency: float) -> float:
     if isinstance(row, mt.Row):
         step = estimate(mt.model_of(row), mt.paper_config(row), mt.a100(efficiency))
         return mt.paper_flops(row) / (step["step_time"] * row.gpus) / 1e12 / row.tflops
-    model, cfg = pr.layout(row) if row.cp == 1 else llama3_cp_layout(row)
+    model, cfg = llama3_layout(row)
     step = estimate(model, cfg, Hardware(efficiency=efficiency))["step_time"]
     return pr.implied_step_time(row) / step
 
@@ -74,23 +84,27 @@ def _megatron(row: mt.Row) -> dict:
             "efficiency": mt.EFFICIENCY}
 
 
-def llama3_cp_layout(row: pr.Row):
-    """Table 4's CP row as ``published_run.layout`` states the others, with CP = 16."""
+def llama3_layout(row: pr.Row):
+    """(model, ParallelConfig) of a Table 4 row as it ran (``LLAMA3_AS_RUN``), the CP row
+    with CP = 16 and ``published_run.layout``'s other settings."""
+    if row.cp == 1:
+        return pr.layout(row, **LLAMA3_AS_RUN)
     base = get_preset("llama3-405b").with_(seq=row.seq)
     k = pr.end_layers(row.pp, pr.LLAMA3_V)
-    cfg = ParallelConfig(row.tp, row.pp, row.dp, zero=2, bytes_grad=4, zero2_reduce="per_step",
-                         sp=True, recompute="selective", microbatches=row.batch_per_dp,
+    cfg = ParallelConfig(row.tp, row.pp, row.dp, zero=2, bytes_grad=4, sp=True,
+                         recompute="selective", microbatches=row.batch_per_dp,
                          schedule="interleaved", virtual=pr.LLAMA3_V, first_layers=k,
-                         last_layers=k, cp=row.cp)
+                         last_layers=k, cp=row.cp, **LLAMA3_AS_RUN)
     cfg.validate(base)
     return base, cfg
 
 
 def _llama(row: pr.Row) -> dict:
-    model, cfg = pr.layout(row) if row.cp == 1 else llama3_cp_layout(row)
+    model, cfg = llama3_layout(row)
     mine, _ = sized(model, cfg)
     cands = [c for c in plan(model, row.gpus, global_batch=row.sequences,
-                             cps=(1, row.cp) if row.cp > 1 else (1,)) if c.feasible]
+                             cps=(1, row.cp) if row.cp > 1 else (1,),
+                             activations=cfg.activations) if c.feasible]
     cp = f" CP={row.cp}" if row.cp > 1 else ""
     return {"run": f"Llama 3 405B, {row.gpus:,} H100, seq {row.seq:,}",
             "source": "Llama 3 Herd of Models, §3.3.2, Table 4",

@@ -54,12 +54,11 @@ def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
 
 def _activation_peaks(model, cfg, M, seq):
     from . import activations as act
-    full = seq or model.seq
-    s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
-    layer = act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp, cfg.recompute,
-                                       cfg.bytes_act, full)
-    last = act.last_stage_extra_bytes(s, b, model.hidden, model.vocab, t, cfg.sp, cfg.bytes_act)
-    w = (layer, act.first_stage_extra_bytes(s, b, model.hidden, t, cfg.sp), last,
+    from .accounting import end_extra_bytes, layer_bytes
+    s, b, t = cfg.local_seq(seq or model.seq), cfg.microbatch, cfg.tp
+    layer = layer_bytes(model, cfg, seq)
+    first, last = end_extra_bytes(model, cfg, seq)
+    w = (layer, first, last,
          # a pending W at its own size (accounting.stage_w_pending_bytes)
          min(layer, act.layer_w_pending_bytes(s, b, model.hidden, t, cfg.sp, cfg.bytes_act)),
          min(last, act.last_stage_w_pending_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,

@@ -22,7 +22,7 @@ def test_the_runs_pplab_cannot_state_say_why():
 
 def test_llama3_cp_row_is_stated_like_the_others():
     from pplab.memory.published_run import TABLE4
-    model, cfg = published_runs.llama3_cp_layout(TABLE4[2])
+    model, cfg = published_runs.llama3_layout(TABLE4[2])
     assert (cfg.tp, cfg.cp, cfg.pp, cfg.dp, cfg.num_gpus) == (8, 16, 16, 8, 16384)
     assert model.seq == 131072 and cfg.microbatches == TABLE4[2].batch_per_dp
 
