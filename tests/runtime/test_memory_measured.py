@@ -35,8 +35,10 @@ def test_calibration_matches_korthikanti_structure():
     assert (stage.per_layer, stage.per_stage) == (0, 32 * 2 * 64 * 4)
 
 
-@pytest.mark.parametrize("P", [2, 4])
-def test_predicted_peak_saved_bytes_within_5_percent(P):
+def test_predicted_peak_saved_bytes_within_5_percent():
+    """At P = 4, where every rank of 1F1B holds a different number of microbatches (P = 2
+    shows the recomputation saving too: test_runtime_grads.py)."""
+    P = 4
     items = [(name, dict(M=8, V=V, steps=1)) for name, V in CASES]
     items.append(("1f1b", dict(M=8, V=1, steps=1, recompute="full")))
     items.append(("gpipe", dict(M=8, V=1, steps=1, recompute="stage")))

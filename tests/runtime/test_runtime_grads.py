@@ -1,6 +1,11 @@
 """Real runs under torchrun: every schedule's gradients equal a single-process reference.
 
 Configurations with the same P share one torchrun launch (run_many) to save start-up time.
+Every generator runs for real three times, each launch proving what the others cannot:
+P = 1 and 2 with tagged messages (one rank alone; two ranks, plus the student's schedule, Adam,
+recomputation and the negative controls), P = 4 with messages matched by posting order alone
+(NCCL's recipe, and its misordered control), and P = 4 with emulated op durations (tagged
+messages, the simulated order and in-flight peaks, the loss of one process).
 """
 import math
 
@@ -38,8 +43,10 @@ def _assert_matches(r):
     assert r.backend == "gloo" and len(r.peak_saved_bytes) == r.schedule.P
 
 
-@pytest.mark.parametrize("P", [1, 2, 4])
+@pytest.mark.parametrize("P", [1, 2])
 def test_every_schedule_matches_reference(P):
+    """P = 4 with tagged messages is the emulated test below (every generator, the same
+    checks); P = 4 without emulation is the in-order test."""
     items = _items(P)
     if P == 2:   # extra configurations sharing this launch
         student = Schedule.from_text(["0F0 0F1 0B0 0B1", "1F0 1B0 1F1 1B1"], name="student")
@@ -55,8 +62,6 @@ def test_every_schedule_matches_reference(P):
     results = run_many(items, P, timeout=400, comm_timeout=60)
     names = [n if isinstance(n, str) else n.name for n, _ in items]
     assert {"naive", "gpipe", "1f1b", "zb-h1"} <= set(names)
-    if P == 4:
-        assert set(NAMES) <= set(names)
     for (name, opts), r in zip(items, results):
         print(f"P={P} {getattr(name, 'name', name)} {opts} grad err {max(r.grad_errors):.2e} "
               f"step {r.step_time_s * 1e3:.1f} ms saved {r.peak_saved_bytes}")
@@ -105,7 +110,7 @@ def test_emulated_runs_keep_the_simulated_order_and_bounds():
     benchmarks/bench_emulated_bubble.py measures it (within 0.03 on a quiet machine)."""
     items = _emulated_items()
     assert {n for n, _ in items} == set(NAMES)
-    for r in run_many(items, 4, timeout=400):
+    for r in run_many(items, 4, timeout=400, comm_timeout=60):
         sim = r.simulated
         print(r.schedule.name, "measured bubble", round(r.bubble_fraction, 4), "simulated",
               round(sim.bubble_fraction, 4), "makespan", round(r.timeline.makespan, 3),
@@ -113,7 +118,10 @@ def test_emulated_runs_keep_the_simulated_order_and_bounds():
         assert r.executed == r.schedule.rank_texts()
         assert r.timeline.rank_orders() == sim.rank_orders()
         assert r.peak_inflight == sim.peak_inflight
-        assert max(r.grad_errors) <= TOL
+        assert len(r.grad_errors) == 2 and max(r.grad_errors) <= TOL, r.schedule.name
+        assert all(math.isclose(a, b, rel_tol=1e-6) for a, b in
+                   zip(r.losses, r.reference_losses)), (r.schedule.name, r.losses)
+        assert r.backend == "gloo" and len(r.peak_saved_bytes) == r.schedule.P
         floor = {(e.rank, str(e.op)): e.duration for e in sim.events}
         assert len(r.timeline.events) == len(floor)
         for e in r.timeline.events:
@@ -123,17 +131,17 @@ def test_emulated_runs_keep_the_simulated_order_and_bounds():
         assert r.timeline.makespan >= sim.makespan - 1e-3, (r.schedule.name, sim.makespan)
 
 
-@pytest.mark.parametrize("P", [2, 4])
-def test_in_order_comm_matches_reference(P):
+def test_in_order_comm_matches_reference():
     """NCCL's recipe (pplab.lower) run on gloo with every tag 0, so messages match by
-    posting order alone, as on NCCL: every schedule still trains exactly. Posting one receive
-    before an earlier one from the same peer (out of the sender's order) must fail the check."""
-    items = [(n, dict(o, comm="in-order")) for n, o in _items(P)]
-    if P == 2:
-        items.append(("1f1b", dict(M=8, steps=2, comm="in-order", control="misorder")))
-    results = run_many(items, P, timeout=400, comm_timeout=60)
+    posting order alone, as on NCCL: every schedule still trains exactly, at P = 4 (every
+    generator; each rank has a peer on both sides). Posting one receive before an earlier
+    one from the same peer (out of the sender's order) must fail the check."""
+    items = [(n, dict(o, comm="in-order")) for n, o in _items(4)]
+    assert {n for n, _ in items} == set(NAMES)
+    items.append(("1f1b", dict(M=8, steps=2, comm="in-order", control="misorder")))
+    results = run_many(items, 4, timeout=400, comm_timeout=60)
     for (name, opts), r in zip(items, results):
-        print(f"P={P} in-order {name} V={r.schedule.V} grad err {max(r.grad_errors):.2e}")
+        print(f"P=4 in-order {name} V={r.schedule.V} grad err {max(r.grad_errors):.2e}")
         if opts.get("control"):
             assert max(r.grad_errors) > 1e-2, r.grad_errors
             continue
