@@ -113,6 +113,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, name))
 
 
+@pytest.fixture(scope="session")
+def slurm():
+    """One real Slurm for the whole run (helpers/slurm_cluster.py: a controller and two nodes
+    of 4 CPUs in network namespaces), started by the first test that asks for it; every test
+    leaves it as found (``SlurmCluster.restore``). Closed at the end, nothing left behind."""
+    import slurm_cluster
+    reason = slurm_cluster.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    cluster = slurm_cluster.SlurmCluster(cpus=4)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        assert not cluster.lan.left(), f"namespaces left behind: {cluster.lan.left()}"
+        assert all(p.poll() is not None for p in cluster.procs), "a Slurm daemon outlived it"
+        assert not os.path.exists(cluster.dir)
+
+
 @pytest.fixture(autouse=True)
 def _remove_kept_run_folders(request, monkeypatch, tmp_path_factory):
     """A launch that fails keeps its folder, so the user can read the logs its error names

@@ -19,19 +19,6 @@ def _wait_for_step(job, timeout: float = 150) -> None:
         time.sleep(0.3)
 
 
-def ok(folder: str) -> dict:
-    t0 = time.monotonic()
-    job = submit_run("1f1b", 4, 8, nodes=2, folder=folder, steps=2, timeout=120)
-    seen = []
-    res = job.wait(240, poll=0.5, on_poll=lambda j: seen.append(j.status()))
-    took = time.monotonic() - t0
-    job.remove_folder()
-    return {"seconds": took, "grad": res.grad_max_rel_error, "nnodes": res.nnodes,
-            "placement": res.placement, "statuses": sorted(set(seen)),
-            "progress_seen": any("step" in s for s in seen) or bool(res.losses),
-            "folder_left": os.path.exists(job.folder)}
-
-
 def cancelled(folder: str) -> dict:
     job = submit_run("1f1b", 4, 8, nodes=2, folder=folder, steps=60, timeout=300,
                      emulate={"tf": 0.1, "tb": 0.2})
@@ -55,16 +42,22 @@ def failed(folder: str) -> dict:
 
 
 def panel(folder: str) -> dict:
+    """The run panel in cluster mode: submitit's job through ``submit_run``, as a notebook
+    submits one (the panel waits for the job, then removes its folder)."""
     from pplab.canvases.runs import run_panel
+    t0 = time.monotonic()
     p = run_panel("1f1b", P=4, M=8, emulate=True, tf=0.02, tb=0.04)
     p.cluster.folder = folder
     p.cluster.mode.value = "cluster"
     p.click()
     p.join(300)
     r = p.result
+    job = p.cluster.job
     return {"message": p.result_message, "progress": p.progress_lines,
             "figure": p.figure is not None, "image_bytes": len(p.image.value or b""),
             "nnodes": r.nnodes if r else None, "grad": r.grad_max_rel_error if r else None,
+            "placement": r.placement if r else None, "seconds": time.monotonic() - t0,
+            "folder_left": job is None or os.path.exists(job.folder),
             "errors": [e for _, e in p.errors]}
 
 

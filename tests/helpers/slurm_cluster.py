@@ -64,6 +64,15 @@ PartitionName=class Nodes={names} Default=YES MaxTime=10 State=UP
 """
 
 
+def command_name(pid: int) -> str:
+    """The process's command name ('' once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 class SlurmCluster:
     """Start with ``SlurmCluster()``; ``run(cmd)`` runs a client where the controller is."""
 
@@ -111,11 +120,34 @@ class SlurmCluster:
         self._spawn(["munged", "-F", "-f", f"--key-file={w}/munge.key",
                      f"--socket={w}/munge.sock", f"--pid-file={w}/munged.pid",
                      f"--log-file={w}/munged.log", f"--seed-file={w}/munged.seed"], "munged.out")
-        self._wait_for(lambda: os.path.exists(f"{w}/munge.sock"), 10, "munged's socket")
+        self._wait_for(lambda: os.path.exists(f"{w}/munge.sock"), 60, "munged's socket")
         self._spawn(self.lan.exec(None, ["slurmctld", "-D", "-i", "-f", conf]), "slurmctld.out")
         for n in NODES:
-            self._spawn(self.lan.exec(n, ["slurmd", "-D", "-N", n, "-f", conf]), f"{n}.out")
-        self._wait_for(lambda: self.idle_nodes() == len(NODES), 40, "two idle nodes")
+            self._start_node(n)
+        self._wait_for(lambda: self.idle_nodes() == len(NODES), 120, "two idle nodes")
+
+    def _start_node(self, node: str) -> None:
+        conf = os.path.join(self.dir, "slurm.conf")
+        self._spawn(self.lan.exec(node, ["slurmd", "-D", "-N", node, "-f", conf]),
+                    f"{node}.out")
+
+    def restore(self) -> None:
+        """Leave the cluster as a test found it: no job, and every node up and idle (a node
+        whose power a test cut gets its slurmd back; ReturnToService=2 lets it rejoin)."""
+        self.run(["scancel", "--full", "--user=root"], timeout=60)
+        lost = {n: self._slurmd_started(n) for n in NODES
+                if "slurmd" not in map(command_name, Lan.pids(self.lan.ns[n]))}
+        for n in lost:
+            self._start_node(n)
+        self._wait_for(lambda: all(self._slurmd_started(n) != was for n, was in lost.items()),
+                       120, "restarted slurmd registered")
+        self._wait_for(lambda: not self.queue(), 120, "empty queue")
+        self._wait_for(lambda: self.idle_nodes() == len(NODES), 180, "two idle nodes")
+
+    def _slurmd_started(self, node: str) -> str:
+        """When the controller last heard this node's slurmd register."""
+        r = self.run(["scontrol", "show", "node", node], timeout=15)
+        return next((w for w in r.stdout.split() if w.startswith("SlurmdStartTime=")), "")
 
     def _wait_for(self, ok, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
