@@ -108,7 +108,7 @@ def network_canvas_redraw(moves: int = 40) -> None:
     of a first visit, then of latency and tb moves on the kept schedule (replayed). Goal: the
     course's slider goal, p50 ≤ 50 ms and p95 ≤ 100 ms (``bench_browser.py``), here the
     kernel's share of it."""
-    from pplab.canvases import base
+    from pplab.canvases.cache import KEPT
     from pplab.canvases.head_of_line import HOL_COSTS, HOL_M, HOL_P, HOL_V, render_head_of_line
     P, M, V = HOL_P[1], HOL_M[1], HOL_V[1]
 
@@ -116,15 +116,15 @@ def network_canvas_redraw(moves: int = 40) -> None:
         lo, hi, step = HOL_COSTS[name]
         return [lo + step * k for k in range(round((hi - lo) / step) + 1)]
     latencies, tbs = positions("latency"), positions("tb")
-    base.kept_schedule.cache_clear()
+    KEPT.schedules.clear()
     t0 = time.perf_counter()
-    render_head_of_line(P, M, V, tbs[0], latencies[0], draw="scene")
+    render_head_of_line(P, M, V, tbs[0], latencies[0])
     first = (time.perf_counter() - t0) * 1e3
     times = []
     for k in range(moves):
         t0 = time.perf_counter()
         render_head_of_line(P, M, V, tbs[k // len(latencies) % len(tbs)],
-                            latencies[k % len(latencies)], draw="scene")
+                            latencies[k % len(latencies)])
         times.append((time.perf_counter() - t0) * 1e3)
     times.sort()
     p50, p95 = times[len(times) // 2], times[min(len(times) - 1, int(0.95 * len(times)))]
@@ -139,16 +139,16 @@ def far_corner_redraw(figs: dict, repeats: int = 5) -> None:
     (a cost slider, or a slider moved back), and the size of the scene it sends."""
     import json
 
-    from pplab.canvases import base
+    from pplab.canvases.cache import KEPT
     from pplab.canvases.timeline import render
 
     def fresh():
-        base.kept_schedule.cache_clear()
-        return render("interleaved", 64, 256, 2, draw="scene")
+        KEPT.schedules.clear()
+        return render("interleaved", 64, 256, 2)
     sc, _ = fresh()
     kb = len(json.dumps(sc, separators=(",", ":"))) / 1e3
     first = median_ms(fresh, repeats)
-    kept = median_ms(lambda: render("interleaved", 64, 256, 2, tf=1.5, draw="scene"), repeats)
+    kept = median_ms(lambda: render("interleaved", 64, 256, 2, tf=1.5), repeats)
     print(f"\ntimeline canvas render, interleaved P=64 M=256 V=2: fresh schedule {first:.0f} ms, "
           f"kept schedule {kept:.0f} ms, scene {kb:.0f} kB (medians of {repeats})")
     figs.update(canvas_fresh_ms=f"{first:.0f} ms", canvas_kept_ms=f"{kept:.0f} ms",

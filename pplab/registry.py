@@ -1,7 +1,8 @@
 """Every schedule, declared once: generator, V rule, constraints, closed form, defaults.
 
-Canvases, the planner, the command line, the exercises and the tests read this table, so a
-new schedule is one generator function plus one ``ScheduleSpec`` below (docs/DESIGN.md walks
+The canvases' menus (``pplab.canvases.menus``), the planner, the command line, the exercises
+and the tests read this table, so a new schedule is one generator function plus one
+``ScheduleSpec`` below (docs/DESIGN.md walks
 through an example). The generator stays the authority on what it accepts: it raises
 ``ValueError`` naming the rule broken and a value that works; ``constraints`` is the same
 rule in words, for menus and documentation.
@@ -37,10 +38,6 @@ class Extrapolation:
     makespan_as: str | None = None   # same makespan without p2p latency: share its simulation
 
 
-#: the lesson canvases a schedule can be offered in (``ScheduleSpec.canvases``)
-CANVASES = ("timeline", "bubble-curve", "interleaved", "zero-bubble", "memory")
-
-
 @dataclass(frozen=True)
 class ScheduleSpec:
     """One schedule's facts. ``stages_per_rank`` is "one" (V must be 1), "fixed" (always
@@ -57,18 +54,6 @@ class ScheduleSpec:
     aliases: tuple[str, ...] = ()
     torch_class: str | None = None          # torch.distributed.pipelining's class, same order
     planner: Extrapolation | None = None    # None: the planner never extrapolates it
-    also_in: tuple[str, ...] = ()           # canvases beyond those its facts imply
-
-    @property
-    def canvases(self) -> tuple[str, ...]:
-        """The canvases whose menus offer it: every timeline; the interleaved canvas if V is
-        free; the zero-bubble canvas if B is split; plus ``also_in``."""
-        out = ["timeline"]
-        if self.stages_per_rank == "any":
-            out.append("interleaved")
-        if self.split_backward:
-            out.append("zero-bubble")
-        return tuple(out) + tuple(c for c in self.also_in if c not in out)
 
     def accepts_V(self, V: int) -> bool:
         """Whether the V slider value means something for this schedule."""
@@ -84,19 +69,16 @@ SPECS: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("gpipe", gpipe, "GPipe / all-forward-all-backward", excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb), Huang et al. 2019; B = full backward",
                  aliases=("afab",), torch_class="ScheduleGPipe",
-                 planner=Extrapolation(peak_grows=True, makespan_as="1f1b"),
-                 also_in=("bubble-curve", "memory")),
+                 planner=Extrapolation(peak_grows=True, makespan_as="1f1b")),
     ScheduleSpec("1f1b", one_f_one_b, "1F1B (PipeDream-Flush)", excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb), Megatron-LM; B = full backward",
                  aliases=("pipedream-flush",), torch_class="Schedule1F1B",
-                 planner=Extrapolation(slope_exact_without_p2p=True),
-                 also_in=("zero-bubble", "bubble-curve", "memory")),   # ZB's baseline
+                 planner=Extrapolation(slope_exact_without_p2p=True)),
     ScheduleSpec("interleaved", interleaved, "interleaved 1F1B", stages_per_rank="any",
                  default_V=2, constraints="M a multiple of P", excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb)/V, Narayanan et al. 2021, for M a multiple of P",
                  aliases=("interleaved-1f1b",), torch_class="ScheduleInterleaved1F1B",
-                 planner=Extrapolation(settles_at_2P=True),
-                 also_in=("bubble-curve", "memory")),
+                 planner=Extrapolation(settles_at_2P=True)),
     ScheduleSpec("bfs", breadth_first, "looped breadth-first", stages_per_rank="any",
                  default_V=2, excess=cf.excess_1f1b,
                  excess_note="(P−1)(tf+tb)/V, Lamy-Poirier 2023",
@@ -110,8 +92,7 @@ SPECS: tuple[ScheduleSpec, ...] = (
                  excess_note="(P−1)(tf+tb−2tw), Zero Bubble Table 2; exact for M ≥ P, "
                              "tw ≤ tf, tw ≤ tI", aliases=("zb1p",),
                  torch_class="ScheduleInterleavedZeroBubble",   # one stage per rank: ZB-H1
-                 planner=Extrapolation(settles_at_2P=True, period_2=True, slope_exact=True),
-                 also_in=("memory",)),
+                 planner=Extrapolation(settles_at_2P=True, period_2=True, slope_exact=True)),
     ScheduleSpec("zb-h2", zb_h2, "zero bubble H2", split_backward=True, excess=cf.excess_zb_h2,
                  excess_note="max((P−1)tf, (P−1)(tf+tI−2tw)) in one flushed step, M ≥ 2P−1; "
                              "the paper's (P−1)(tf+tI−2tw) needs overlapping iterations"),
@@ -127,8 +108,7 @@ SPECS: tuple[ScheduleSpec, ...] = (
                  excess_note="(P−1)·tf/2: the first microbatch's trip down the V, a lower "
                              "bound; reached at tf = tI = tw", aliases=("zb-v",),
                  torch_class="ScheduleZBVZeroBubble",
-                 planner=Extrapolation(settles_at_2P=True, period_2=True, slope_exact=True),
-                 also_in=("memory",)),
+                 planner=Extrapolation(settles_at_2P=True, period_2=True, slope_exact=True)),
     ScheduleSpec("v-zb", v_zb, "V-ZB (controllable memory, 1F1B's peak)",
                  stages_per_rank="fixed", default_V=2, split_backward=True,
                  excess=cf.excess_v_zb,
@@ -153,8 +133,7 @@ SPECS: tuple[ScheduleSpec, ...] = (
                  default_V=2, split_backward=True, constraints="M ≥ 2P",
                  excess=cf.excess_dualpipev,
                  excess_note="DualPipe's formula on 2P half-size stages: (P−1)(tF&B+tB−3tW)/2",
-                 torch_class="ScheduleDualPipeV", planner=Extrapolation(settles_at_2P=True),
-                 also_in=("memory",)),
+                 torch_class="ScheduleDualPipeV", planner=Extrapolation(settles_at_2P=True)),
 )
 
 REGISTRY: dict[str, ScheduleSpec] = {s.name: s for s in SPECS}
@@ -189,15 +168,12 @@ def default_V(name: str) -> int:
 
 
 def names(*, stages_per_rank: str | None = None, split_backward: bool | None = None,
-          with_excess: bool | None = None, canvas: str | None = None) -> tuple[str, ...]:
+          with_excess: bool | None = None) -> tuple[str, ...]:
     """Schedule names filtered by their facts, in the registry's teaching order."""
-    if canvas is not None and canvas not in CANVASES:
-        raise ValueError(f"unknown canvas {canvas!r}; choose one of {', '.join(CANVASES)}")
     return tuple(s.name for s in SPECS
                  if (stages_per_rank is None or s.stages_per_rank == stages_per_rank)
                  and (split_backward is None or s.split_backward == split_backward)
-                 and (with_excess is None or (s.excess is not None) == with_excess)
-                 and (canvas is None or canvas in s.canvases))
+                 and (with_excess is None or (s.excess is not None) == with_excess))
 
 
 def make_schedule(name: str, P: int, M: int, V: int | None = None) -> Schedule:
@@ -218,5 +194,5 @@ def excess_closed_form(name: str, P: int, M: int, tf=1.0, tb=2.0, tw=0.0, tfb=No
     return s.excess(P, M, V, tf, tb, tw, tfb), s.excess_note
 
 
-__all__ = ["ScheduleSpec", "Extrapolation", "CANVASES", "SPECS", "REGISTRY", "TORCH_CLASSES",
+__all__ = ["ScheduleSpec", "Extrapolation", "SPECS", "REGISTRY", "TORCH_CLASSES",
            "NAMES", "spec", "default_V", "names", "make_schedule", "excess_closed_form"]

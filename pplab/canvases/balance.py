@@ -50,9 +50,9 @@ def _balance_scene(costs, parts, stage, method, layers, P, tl, tl_even) -> dict:
 
 
 def render_balance(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: int = 4,
-                   M: int = 8, method: str = "even", draw: bool = True):
+                   M: int = 8, method: str = "even"):
     """Layer costs → a partition → per-stage costs → the simulated 1F1B timeline.
-    Returns ``(Figure or None, message)``."""
+    Returns ``(scene or None, message)``."""
     costs = layer_costs(layers, embed, head)
     try:
         parts, stage = partition_costs(costs, int(P), method)
@@ -67,32 +67,7 @@ def render_balance(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
            f"{[round(c, 2) for c in stage]} (max/mean {max(stage) / mean:.2f})\n"
            f"1F1B makespan {tl.makespan:.4g} (perfect balance: {ideal:.4g}; even split: "
            f"{tl_even.makespan:.4g}); bubble {tl.bubble_fraction:.1%} of total")
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return _balance_scene(costs, parts, stage, method, layers, P, tl, tl_even), msg
-    from ..draw.figure import DisplayFigure
-
-    from ..draw import draw_timeline
-    rows = [2.0, 1.0 + 0.4 * int(P)]
-    fig = DisplayFigure(figsize=(10, sum(rows)))
-    top, bottom = fig.subplots(2, 1, gridspec_kw={"height_ratios": rows})
-    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
-                        bottom=0.45 / sum(rows), hspace=0.75)
-    colours = ["#56B4E9" if i % 2 == 0 else "#0072B2" for i in range(len(parts))]
-    for i, r in enumerate(parts):
-        top.bar(list(r), [costs[j] for j in r], color=colours[i], width=0.85,
-                label=f"stage {i}: {stage[i]:.2f}" if i < 8 else None)
-    top.axhline(1.0, color="#999999", lw=0.6, ls=":")
-    top.set_xlabel("layer (embedding cost on the first, norm + head on the last)")
-    top.set_ylabel("cost")
-    top.set_title(f"{method} split of {layers} layers into {P} stages", fontsize=10, loc="left")
-    top.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.05))
-    for side in ("top", "right"):
-        top.spines[side].set_visible(False)
-    draw_timeline(tl, ax=bottom)
-    bottom.set_xlim(0, max(tl.makespan, tl_even.makespan) * 1.005)
-    return fig, msg
+    return _balance_scene(costs, parts, stage, method, layers, P, tl, tl_even), msg
 
 
 def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: int = 4,
@@ -114,7 +89,7 @@ def balance_canvas(layers: int = 16, embed: float = 0.5, head: float = 2.0, P: i
                 "head": fslider("head", head, 4.0)}
     rows = [w.HBox([controls["method"], controls["layers"]]),
             w.HBox([controls["P"], controls["M"], controls["embed"], controls["head"]])]
-    return build_canvas(render_balance, controls, rows, {"draw": "scene"})
+    return build_canvas(render_balance, controls, rows, {})
 
 
 __all__ = ["layer_costs", "partition_costs", "balance_timeline", "render_balance",

@@ -17,7 +17,8 @@ from ..probe.env import browser_note, in_browser
 from ..scene import scene, timeline_panel
 from ..sim import Costs, simulate
 from ..sim.streams import Link, simulate_streams, warmup_end
-from .base import Canvas, build_canvas, int_slider, kept_schedule, message_html
+from .base import Canvas, build_canvas, int_slider, message_html
+from .cache import KEPT
 
 ORDERS = ("front-loaded", "just-in-time")
 HOL_P, HOL_M, HOL_V = (2, 4), (2, 16), (2, 4)
@@ -27,17 +28,16 @@ HOL_COSTS = {"tb": (1.0, 3.0, 0.5), "latency": (0.0, 0.5, 0.1)}
 
 def simulate_orders(P: int = 2, M: int = 8, V: int = 2, tf=1.0, tb=2.0, latency=0.0) -> dict:
     """``{order: Timeline}`` for interleaved 1F1B with blocking receives in each order."""
-    sched = kept_schedule("interleaved", int(P), int(M), int(V))   # kept: a slider replays
+    sched = KEPT.schedule("interleaved", P, M, V)      # kept: a cost slider replays it
     costs = Costs(float(tf), float(tb))
     return {o: simulate_streams(sched, costs, Link(latency=float(latency), lowering=o,
                                                    blocking=True)) for o in ORDERS}
 
 
-def render_head_of_line(P: int = 2, M: int = 8, V: int = 2, tb=2.0, latency=0.0,
-                        draw: bool | str = True):
+def render_head_of_line(P: int = 2, M: int = 8, V: int = 2, tb=2.0, latency=0.0):
     """The two orders' timelines one above the other on one time axis, messages on thin
     lanes; the message gives makespans and when the warm-up ends in each.
-    Returns ``(picture or None, message)``."""
+    Returns ``(scene or None, message)``."""
     try:
         tls = simulate_orders(P, M, V, 1.0, tb, latency)
     except ValueError as e:
@@ -48,21 +48,9 @@ def render_head_of_line(P: int = 2, M: int = 8, V: int = 2, tb=2.0, latency=0.0,
            f"{warmup_end(front):.4g}\njust-in-time: makespan {jit.makespan:.4g}, warm-up ends "
            f"at {warmup_end(jit):.4g}\nthe front-loaded order costs "
            f"{front.makespan - jit.makespan:.4g} more per step")
-    if not draw:
-        return None, msg
     xmax = max(front.makespan, jit.makespan)
-    panels = [timeline_panel(tls[o], title=f"{o} receives", xmax=xmax) for o in ORDERS]
-    if draw == "scene":
-        return scene(*panels), msg
-    from ..draw.figure import DisplayFigure          # only when drawing
-
-    from ..draw import draw_timeline
-    fig = DisplayFigure(figsize=(10.0, 2.2 + 0.8 * int(P)))
-    axes = fig.subplots(2, 1, sharex=True)
-    for ax, o in zip(axes, ORDERS):
-        draw_timeline(tls[o], title=f"{o} receives", ax=ax)
-    fig.subplots_adjust(left=0.08, right=0.76, hspace=0.9)
-    return fig, msg
+    return scene(*[timeline_panel(tls[o], title=f"{o} receives", xmax=xmax)
+                   for o in ORDERS]), msg
 
 
 def measure_head_of_line(P: int = 2, M: int = 8, V: int = 2, tf=0.1, tb=0.2,
@@ -107,7 +95,7 @@ def head_of_line_canvas(P: int = 2, M: int = 8, V: int = 2, tb=2.0, latency=0.0,
     measured = w.HTML()
     rows = [w.HBox([controls["P"], controls["M"], controls["V"]]),
             w.HBox([controls["tb"], controls["latency"]]), w.HBox([button]), measured]
-    canvas = build_canvas(render_head_of_line, controls, rows, {"draw": "scene"})
+    canvas = build_canvas(render_head_of_line, controls, rows, {})
     state: dict[str, Any] = {"thread": None}
 
     def show(line: str) -> None:

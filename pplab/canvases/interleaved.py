@@ -1,17 +1,15 @@
 """Lesson 05: interleaving, its communication, and when V stops paying."""
 from __future__ import annotations
 
-import functools
-
 from ..lower import p2p_messages
-from ..registry import make_schedule, names
 from ..scene import line, lines_panel, scene, timeline_panel
 from ..timeline import peak_inflight_of
-from .base import (V_RANGE, Canvas, build_canvas, simulate_or_message, summary,
-                   timeline_over_panel)
+from .base import V_RANGE, Canvas, build_canvas, simulate_or_message, summary
+from .cache import KEPT
+from .menus import menu
 
 # ---- lesson 05: interleaving, communication, and when V stops paying -------------------------
-INTERLEAVED_SCHEDULES = names(canvas="interleaved")     # every schedule with a free V
+INTERLEAVED_SCHEDULES = menu("interleaved")     # every schedule with a free V
 COMM_RANGE = (0.0, 1.0, 0.125)           # per-hop latency slider: min, max, step
 #: smaller than the timeline canvases' P and M: every move also simulates the V curve (five
 #: schedules, up to V=6), six times a timeline canvas's work
@@ -28,13 +26,13 @@ CURVE_V = (1, 2, 3, 4, 6)                # V values on the makespan-vs-V curve
 
 def makespan_vs_V(P: int, M: int, comm: float, Vs=CURVE_V, schedule: str = "interleaved",
                   tf=1.0, tb=2.0) -> list[tuple[int, float | None]]:
-    """(V, makespan) for each V; None where the generator refuses the combination."""
-    return list(_makespan_vs_V(int(P), int(M), float(comm), tuple(Vs), schedule, float(tf),
-                               float(tb)))
+    """(V, makespan) for each V; None where the generator refuses the combination. Kept in
+    :data:`KEPT` (every move of the canvas draws the curve again)."""
+    args = (int(P), int(M), float(comm), tuple(Vs), schedule, float(tf), float(tb))
+    return list(KEPT.value(("makespan_vs_V", *args), lambda: _makespan_vs_V(*args)))
 
 
-@functools.lru_cache(maxsize=512)
-def _makespan_vs_V(P, M, comm, Vs, schedule, tf, tb):
+def _makespan_vs_V(P, M, comm, Vs, schedule, tf, tb) -> tuple:
     out = []
     for v in Vs:
         tl, err = simulate_or_message(schedule, P, M, v, tf=tf, tb=tb, comm=comm)
@@ -43,14 +41,14 @@ def _makespan_vs_V(P, M, comm, Vs, schedule, tf, tb):
 
 
 def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V: int = 2,
-                       comm=0.25, draw: bool = True, curve: bool = True):
+                       comm=0.25, curve: bool = True):
     """Timeline of interleaved (or breadth-first) 1F1B with a per-hop ``comm`` cost, plus the
-    makespan-vs-V curve at that comm. Returns ``(Figure or None, message)``.
-    ``curve=False`` skips the curve (fast sweeps; the message then omits the best V)."""
+    makespan-vs-V curve at that comm: ``(scene or None, message)``. ``curve=False`` leaves
+    the curve out (fast sweeps; the message then omits the best V)."""
     tl, err = simulate_or_message(schedule, P, M, V, tf=1.0, tb=2.0, comm=comm)
     if err:
         return None, err
-    sched = tl.schedule if tl.schedule is not None else make_schedule(schedule, P, M, V)
+    sched = KEPT.schedule(schedule, P, M, V)          # the one just simulated
     eq = peak_inflight_of(sched, stage_equivalents=True)
     points = makespan_vs_V(P, M, comm, schedule=schedule) if curve else [(V, tl.makespan)]
     ok = [(v, t) for v, t in points if t is not None]
@@ -62,27 +60,8 @@ def render_interleaved(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
     if curve:
         msg += (f"\nat comm={float(comm):g} per hop the fastest V on the curve is V={best_v} "
                 f"(makespan {best_t:.4g})")
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return scene(timeline_panel(tl), _curve_panel(schedule, P, M, V, comm, ok, tl.makespan,
-                                                      curve)), msg
-    fig, top, bottom = timeline_over_panel(tl, P, bottom_pad=0.5, hspace=0.7)
-    xs = [v for v, _ in ok]
-    bottom.plot(xs, [t for _, t in ok], "o-", color="#0072B2", label=f"comm={float(comm):g}")
-    if curve and float(comm) != 0.0:
-        ok0 = [(v, t) for v, t in makespan_vs_V(P, M, 0.0, schedule=schedule) if t is not None]
-        bottom.plot([v for v, _ in ok0], [t for _, t in ok0], "s--", color="#999999", ms=4,
-                    label="comm=0")
-    bottom.plot([V], [tl.makespan], "o", ms=11, mfc="none", color="#D55E00", label=f"V={V}")
-    bottom.set_xticks(list(CURVE_V))
-    bottom.set_xlabel("chunks per rank V")
-    bottom.set_ylabel("makespan")
-    bottom.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    bottom.set_title(f"{schedule} P={P} M={M}: makespan vs V", fontsize=10, loc="left")
-    for side in ("top", "right"):
-        bottom.spines[side].set_visible(False)
-    return fig, msg
+    return scene(timeline_panel(tl), _curve_panel(schedule, P, M, V, comm, ok, tl.makespan,
+                                                  curve)), msg
 
 
 def _curve_panel(schedule, P, M, V, comm, ok, makespan, curve) -> dict:
@@ -122,6 +101,6 @@ def interleaved_canvas(schedule: str = "interleaved", P: int = 4, M: int = 8, V:
             m.min, m.max = lo, hi
     fit_m(controls["P"].value)
     controls["P"].observe(lambda change: fit_m(change["new"]), names="value")
-    return build_canvas(render_interleaved, controls, rows, {"draw": "scene"})
+    return build_canvas(render_interleaved, controls, rows, {})
 
 

@@ -1,5 +1,5 @@
 """Canvases for the memory lessons (01, 07, 08, 09): the work is in plain ``render_*``
-functions returning ``(Figure | None, message)``; bad input (TP not dividing the heads,
+functions returning ``(scene | None, message)``; bad input (TP not dividing the heads,
 GPUs ≠ TP×PP×DP, a schedule that cannot take this P and M) comes back as the library's own
 one-line explanation, never as a traceback. The canvases reuse
 :func:`pplab.canvases.base.build_canvas`,
@@ -10,10 +10,10 @@ from __future__ import annotations
 from ..memory import ParallelConfig, PRESETS, get_preset, memory_report
 from ..memory.activations import layer_activation_bytes
 from ..memory.parallel import RECOMPUTE
-from ..registry import names
 from ..scene import (AXIS_COLORS, PART_COLORS, RECOMPUTE_COLORS, bars_panel, line, lines_panel,
                      memory_panel, scene)
 from .base import build_canvas
+from .menus import menu
 
 GB = 1e9
 PRESET_NAMES = tuple(PRESETS)
@@ -24,7 +24,7 @@ GPU_VALUES = (8, 16, 32, 64, 128)
 SEQ_VALUES = (512, 1024, 2048, 4096, 8192)
 #: the recompute canvas goes further: the quadratic attention term takes over at long s
 RECOMPUTE_SEQ_VALUES = SEQ_VALUES + (16384, 32768)
-MEM_SCHEDULES = names(canvas="memory")       # those the planner knows how to extrapolate
+MEM_SCHEDULES = menu("memory")       # those the planner knows how to extrapolate
 M_RANGE = (1, 32)
 MBS_RANGE = (1, 8)
 
@@ -57,25 +57,18 @@ def memory_summary(rep, gpu_memory: float = 80e9) -> str:
 
 def render_memory(preset="llama3-70b", tp=8, pp=8, dp=8, zero=1, sp="on",
                   recompute="selective", schedule="1f1b", M=32, mbs=1, seq=None, gpus=None,
-                  gpu_memory=80, draw: bool = True):
-    """Per-rank memory bars for one layout. Returns (Figure | None, message)."""
+                  gpu_memory=80):
+    """Per-rank memory bars for one layout: ``(scene or None, message)``."""
     try:
         model, cfg = memory_config(preset, tp, pp, dp, zero, sp, recompute, schedule, M, mbs,
                                    seq, gpus)
         rep = memory_report(model, cfg)
     except ValueError as e:
         return None, str(e)
-    msg = memory_summary(rep, gpu_memory * GB)
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return scene(memory_panel(rep, gpu_memory * GB)), msg
-    from ..draw.memory import draw_memory_bars
-    return draw_memory_bars(rep, gpu_memory * GB), msg
+    return scene(memory_panel(rep, gpu_memory * GB)), memory_summary(rep, gpu_memory * GB)
 
 
-def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="off",
-                draw: bool = True):
+def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="off"):
     """FSDP's gather → compute → free while ``layer`` runs its forward or backward."""
     from ..memory.fsdp import fsdp_frames
     model = get_preset(preset)
@@ -94,12 +87,7 @@ def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="of
     msg = (f"step {fr['step']}: {fr['phase']} of layer {fr['layer']}; gathered layers "
            f"{fr['full']}; bf16 parameters resident {fr['resident'] / GB:.2f} GB (peak "
            f"{peak / GB:.2f} GB) vs {model.num_params() * 2 / GB:.1f} GB unsharded")
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return _fsdp_scene(frames, step, layer_b, int(dp)), msg
-    from ..draw.memory import draw_fsdp_step
-    return draw_fsdp_step(frames, step, layer_b, int(dp)), msg
+    return _fsdp_scene(frames, step, layer_b, int(dp)), msg
 
 
 def _fsdp_scene(frames, step: int, layer_b: float, dp: int) -> dict:
@@ -139,7 +127,7 @@ def recompute_rows(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1):
     return model, rows
 
 
-def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1, draw: bool = True):
+def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1):
     """Activation bytes per layer vs extra FLOPs for none / selective / full recomputation."""
     try:
         model, rows = recompute_rows(preset, tp, sp, seq, mbs)
@@ -149,23 +137,17 @@ def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1, draw: b
     msg = "; ".join(f"{rc}: {b / GB:.3g} GB/layer ({1 - b / none:.0%} less), +{f:.1%} FLOPs"
                     for rc, b, f in rows)
     msg = f"{model.name} s={model.seq} b={mbs} TP={tp} SP={sp}: " + msg
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        modes = [r[0] for r in rows]
-        return scene(bars_panel(modes, [("activations", PART_COLORS["activations"],
-                                         [r[1] / GB for r in rows])],
-                                f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}",
-                                "GB per layer per microbatch", "recomputation", fmt="{:.3f}"),
-                     bars_panel(modes, [("extra FLOPs", "#999999", [r[2] * 100 for r in rows])],
-                                "extra training FLOPs (%)", "%", "recomputation")), msg
-    from ..draw.memory import draw_recompute
-    return draw_recompute([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                          title=f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}"), msg
+    modes = [r[0] for r in rows]
+    return scene(bars_panel(modes, [("activations", PART_COLORS["activations"],
+                                     [r[1] / GB for r in rows])],
+                            f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}",
+                            "GB per layer per microbatch", "recomputation", fmt="{:.3f}"),
+                 bars_panel(modes, [("extra FLOPs", "#999999", [r[2] * 100 for r in rows])],
+                            "extra training FLOPs (%)", "%", "recomputation")), msg
 
 
 def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recompute="selective",
-                  schedule="1f1b", M=32, gpu_memory=80, draw: bool = True):
+                  schedule="1f1b", M=32, gpu_memory=80):
     """One 3D layout: per-rank memory, bytes per axis and the estimated step time."""
     from ..memory.comm import comm_volumes
     from ..memory.planner import Hardware, estimate
@@ -185,27 +167,13 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
     msg = (memory_summary(rep, hw.memory) + f"\nstep ≈ {est['step_time']:.2f} s (bubble "
            f"{est['bubble_fraction']:.1%}); per GPU per step TP {vols['tp'] / GB:.1f} GB, "
            f"PP {vols['pp'] / GB:.2f} GB, DP {vols['dp'] / GB:.1f} GB")
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        axes = [k for k in ("tp", "pp", "dp") if k in vols]
-        vol = bars_panel([k.upper() for k in axes],
-                         [(k.upper(), AXIS_COLORS[k], [vols[k] / GB if j == k else 0.0
-                                                       for j in axes]) for k in axes],
-                         "bytes sent per GPU per step", "GB", "parallel axis", fmt="{:.2f}")
-        return scene(memory_panel(rep, hw.memory, f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
-                                  f"{schedule} M={M} {recompute}"), vol), msg
-    from ..draw.figure import DisplayFigure
-
-    from ..draw.memory import draw_comm_volumes, draw_memory_bars
-    fig = DisplayFigure(figsize=(12, 3.8))
-    a1, a2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [2.2, 1]})
-    draw_memory_bars(rep, hw.memory, ax=a1, title=f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
-                     f"{schedule} M={M} {recompute}")
-    draw_comm_volumes(vols, ax=a2, title="")
-    a2.set_title("bytes sent per GPU per step", fontsize=9)
-    fig.subplots_adjust(left=0.06, right=0.97, wspace=0.75, bottom=0.16)
-    return fig, msg
+    axes = [k for k in ("tp", "pp", "dp") if k in vols]
+    vol = bars_panel([k.upper() for k in axes],
+                     [(k.upper(), AXIS_COLORS[k], [vols[k] / GB if j == k else 0.0
+                                                   for j in axes]) for k in axes],
+                     "bytes sent per GPU per step", "GB", "parallel axis", fmt="{:.2f}")
+    return scene(memory_panel(rep, hw.memory, f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
+                              f"{schedule} M={M} {recompute}"), vol), msg
 
 
 def plan_table(cands, top: int = 8, infeasible: int = 6) -> str:
@@ -237,8 +205,7 @@ def _plan_panel(cands, gpu_memory: float, title: str) -> dict:
                        xlog=True, marks=[[gpu_memory / GB, "#000000", True]])
 
 
-def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int = 8,
-                draw: bool = True):
+def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int = 8):
     """The planner's ranking for a GPU budget, with reasons for the infeasible layouts."""
     from ..memory.planner import Hardware, plan
     model = get_preset(preset)
@@ -250,12 +217,7 @@ def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int 
         return None, str(e)
     msg = f"{model.name} (s={model.seq}) on {gpus} GPUs × {gpu_memory:g} GB\n" + plan_table(cands,
                                                                                          top)
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return scene(_plan_panel(cands, gpu_memory * GB, f"{model.name} on {gpus} GPUs")), msg
-    from ..draw.memory import draw_plan
-    return draw_plan(cands, gpu_memory * GB, title=f"{model.name} on {gpus} GPUs"), msg
+    return scene(_plan_panel(cands, gpu_memory * GB, f"{model.name} on {gpus} GPUs")), msg
 
 
 # ---- canvases ---------------------------------------------------------------------------------
@@ -296,7 +258,6 @@ def memory_canvas(preset="llama3-70b", tp=8, pp=1, dp=8, zero=0, sp="on", recomp
     ctl = {k: make[k](values[k]) for k in controls}
     fixed = {k: v for k, v in values.items() if k not in ctl}
     fixed["gpu_memory"] = gpu_memory
-    fixed["draw"] = "scene"
     names = list(ctl)
     rows = [w.HBox([ctl[k] for k in names[i:i + 5]]) for i in range(0, len(names), 5)]
     return build_canvas(render_memory, ctl, rows, fixed)
@@ -313,7 +274,7 @@ def fsdp_canvas(preset="llama3-8b", dp=8, prefetch="off"):
            "layer": w.IntSlider(value=0, min=0, max=L - 1, description="layer",
                                 continuous_update=False, layout=w.Layout(width="380px"))}
     return build_canvas(render_fsdp, ctl, [w.HBox(list(ctl.values()))],
-                        {"preset": preset, "draw": "scene"})
+                        {"preset": preset})
 
 
 def recompute_canvas(preset="gpt3-175b", tp=8, sp="on", seq=2048, mbs=1):
@@ -325,7 +286,7 @@ def recompute_canvas(preset="gpt3-175b", tp=8, sp="on", seq=2048, mbs=1):
            "sp": _dd(w, "SP", ("off", "on"), sp, "110px"),
            "seq": _dd(w, "seq", RECOMPUTE_SEQ_VALUES, seq, "140px"),
            "mbs": _int(w, "b", mbs, MBS_RANGE, "200px")}
-    return build_canvas(render_recompute, ctl, [w.HBox(list(ctl.values()))], {"draw": "scene"})
+    return build_canvas(render_recompute, ctl, [w.HBox(list(ctl.values()))], {})
 
 
 def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
@@ -344,7 +305,7 @@ def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
            "M": _int(w, "M", M, M_RANGE)}
     names = list(ctl)
     rows = [w.HBox([ctl[k] for k in names[:5]]), w.HBox([ctl[k] for k in names[5:]])]
-    return build_canvas(render_layout, ctl, rows, {"draw": "scene"})
+    return build_canvas(render_layout, ctl, rows, {})
 
 
 def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):
@@ -355,7 +316,7 @@ def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):
            "gpus": _dd(w, "GPUs", (32, 64), gpus, "130px"),
            "gpu_memory": _dd(w, "GB/GPU", (80, 141), gpu_memory, "150px")}
     return build_canvas(render_plan, ctl, [w.HBox(list(ctl.values()))],
-                        {"seq": seq, "draw": "scene"})
+                        {"seq": seq})
 
 
 __all__ = ["render_memory", "render_fsdp", "render_recompute", "render_layout", "render_plan",

@@ -30,10 +30,9 @@ def row_for(M: int) -> pr.Row:
 GRADS = {"once a step": "per_step", "every microbatch": "per_microbatch"}
 
 
-def render_published_run(M: int = 32, V: int = 8, grads: str = "once a step", draw=True):
-    """(picture or None, message): the simulated step with Llama 3's chunks and the per-rank
-    memory of the layout, its gradients reduce-scattered ``grads``; ``draw="scene"`` is what
-    the browser canvas draws."""
+def render_published_run(M: int = 32, V: int = 8, grads: str = "once a step"):
+    """(scene or None, message): the simulated step with Llama 3's chunks and the per-rank
+    memory of the layout, its gradients reduce-scattered ``grads``."""
     try:
         row = row_for(int(M))
         if grads not in GRADS:
@@ -53,12 +52,7 @@ def render_published_run(M: int = 32, V: int = 8, grads: str = "once a step", dr
            f"{fits} 80 GB ({worst.inflight:g} rank-shares of activations in flight, gradients "
            f"{worst.grads / 1e9:.1f} GB); gradients reduce-scattered {grads}: DP sends "
            f"{dp / 1e9:.0f} GB a step")
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return scene(timeline_panel(b["timeline"]), memory_panel(rep)), msg
-    from ..draw import draw_timeline
-    return draw_timeline(b["timeline"]), msg
+    return scene(timeline_panel(b["timeline"]), memory_panel(rep)), msg
 
 
 def published_run_canvas(M: int = 32, V: int = 8, grads: str = "once a step") -> Canvas:
@@ -73,5 +67,4 @@ def published_run_canvas(M: int = 32, V: int = 8, grads: str = "once a step") ->
         "grads": w.Dropdown(options=list(GRADS), value=grads,
                             description="gradients reduce-scattered",
                             style={"description_width": "initial"})}
-    return build_canvas(render_published_run, controls, [w.HBox(list(controls.values()))],
-                        {"draw": "scene"})
+    return build_canvas(render_published_run, controls, [w.HBox(list(controls.values()))], {})

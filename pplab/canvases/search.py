@@ -10,10 +10,9 @@ SEARCH_EVALUATIONS = 200       # the same schedule for every student, however lo
 
 
 def render_search(P: int = 4, M: int = 8, V: int = 1, cap: int = 4, tf=1.0, tb=2.0, tw=1.0,
-                  evaluations: int = SEARCH_EVALUATIONS, draw: bool = True):
+                  evaluations: int = SEARCH_EVALUATIONS):
     """Search under ``cap`` and draw the result; the message names the best built-in that
-    fits the same cap. Returns ``(Figure or None, message)``; bad input is a message;
-    ``draw="scene"`` returns the scene the browser canvas draws."""
+    fits the same cap. Returns ``(scene or None, message)``; bad input is a message."""
     try:
         r = search(int(P), int(M), int(V), Costs(tf=float(tf), tb=float(tb), tw=float(tw)),
                    int(cap), evaluations=int(evaluations))
@@ -24,12 +23,7 @@ def render_search(P: int = 4, M: int = 8, V: int = 1, cap: int = 4, tf=1.0, tb=2
     bar = (f"best built-in under the cap: {best['name']} at {best['makespan']:.4g}"
            if best else "no built-in schedule fits this cap")
     msg = f"found {r.makespan:.4g} (grown from {r.seed}); {bar}\n{summary(r.timeline)}"
-    if not draw:
-        return None, msg
-    if draw == "scene":                   # what the browser canvas draws
-        return timeline_scene(r.timeline), msg
-    from ..draw import draw_timeline
-    return draw_timeline(r.timeline), msg
+    return timeline_scene(r.timeline), msg
 
 
 def search_canvas(P: int = 4, M: int = 8, V: int = 1, cap: int = 4) -> Canvas:
@@ -38,4 +32,4 @@ def search_canvas(P: int = 4, M: int = 8, V: int = 1, cap: int = 4) -> Canvas:
                 "V": int_slider("V", V, (1, 2)), "cap": int_slider("cap", cap, (1, 16))}
     import ipywidgets as w
     rows = [w.HBox([controls["P"], controls["M"]]), w.HBox([controls["V"], controls["cap"]])]
-    return build_canvas(render_search, controls, rows, {"draw": "scene"})
+    return build_canvas(render_search, controls, rows, {})

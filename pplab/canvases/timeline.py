@@ -2,75 +2,52 @@
 from __future__ import annotations
 
 from ..closed_forms import bubble_both
-from ..registry import default_V, names, spec
+from ..registry import default_V, spec
 from ..scene import (BUBBLE_MS, bubble_curve_panel, inflight_panel, peak_bars_panel, scene,
                      timeline_panel)
 from .base import (M_RANGE, P_RANGE, SCHEDULES, V_RANGE, Canvas, build_canvas, cost_sliders,
-                   simulate_or_message, summary, timeline_over_panel)
+                   simulate_or_message, summary)
+from .menus import menu
 
 
 def render(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = 1, tf=1.0, tb=2.0,
-           tw=0.0, comm=0.0, fixed=0.0, draw: bool = True, inflight: bool = False):
-    """Simulate and draw one schedule. Returns ``(Figure or None, message)``.
+           tw=0.0, comm=0.0, fixed=0.0, inflight: bool = False):
+    """Simulate one schedule: ``(scene or None, message)``, the timeline (and with
+    ``inflight`` the activations held per rank below it).
 
     ``message`` is the summary line on success and the reason on failure; nothing raises
-    for a bad combination. ``draw=False`` skips the figure (for fast sweeps);
-    ``draw="scene"`` returns the scene the browser canvas draws.
+    for a bad combination.
     """
-    tl, err = simulate_or_message(schedule, P, M, V, tf, tb, tw, comm, fixed)
+    tl, err = simulate_or_message(schedule, P, M, V, tf=tf, tb=tb, tw=tw, comm=comm,
+                                  fixed=fixed)
     if err:
         return None, err
     msg = summary(tl)
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        panel = timeline_panel(tl, subtitle=msg)
-        return scene(panel, *([inflight_panel(tl)] if inflight else [])), msg
-    from ..draw import draw_inflight, draw_timeline
-    if not inflight:
-        return draw_timeline(tl), msg
-    fig, _, bottom = timeline_over_panel(tl, P)
-    draw_inflight(tl, ax=bottom)
-    return fig, msg
+    panel = timeline_panel(tl, subtitle=msg)
+    return scene(panel, *([inflight_panel(tl)] if inflight else [])), msg
 
 
 def render_compare(schedules=("gpipe", "1f1b"), P: int = 4, M: int = 8, V: int | None = None,
-                   tf=1.0, tb=2.0, tw=0.0, comm=0.0, fixed=0.0, draw: bool = True):
-    """Two (or more) schedules on the same P and M, stacked, plus per-rank peak in-flight bars.
-
-    Returns ``(Figure or None, message)``; the message has one summary line per schedule,
-    or the reason a schedule cannot be built (the others are still drawn).
+                   tf=1.0, tb=2.0, tw=0.0, comm=0.0, fixed=0.0):
+    """Two (or more) schedules on the same P and M, stacked on one time axis, plus per-rank
+    peak in-flight bars: ``(scene or None, message)``; the message has one summary line per
+    schedule, or the reason a schedule cannot be built (the others are still drawn).
     """
     tls, lines = [], []
     for name in schedules:
         v = V if (V is not None and spec(name).stages_per_rank == "any") else None
-        tl, err = simulate_or_message(name, P, M, v, tf, tb, tw, comm, fixed)
+        tl, err = simulate_or_message(name, P, M, v, tf=tf, tb=tb, tw=tw, comm=comm,
+                                      fixed=fixed)
         if err:
             lines.append(err)
         else:
             tls.append(tl)
             lines.append(f"{name}: {summary(tl, one_line=True)}")
     msg = "\n".join(lines)
-    if not draw or not tls:
+    if not tls:
         return None, msg
     xmax = max(tl.makespan for tl in tls)
-    if draw == "scene":
-        return scene(*[timeline_panel(tl, xmax=xmax) for tl in tls], peak_bars_panel(tls)), msg
-    from ..draw.figure import DisplayFigure
-
-    from ..draw import draw_peak_bars, draw_timeline
-    rows = [1.0 + 0.4 * P for _ in tls] + [2.4]
-    fig = DisplayFigure(figsize=(10, sum(rows)))
-    axes = fig.subplots(len(rows), 1, gridspec_kw={"height_ratios": rows})
-    fig.subplots_adjust(left=0.075, right=0.77, top=1 - 0.55 / sum(rows),
-                        bottom=0.45 / sum(rows), hspace=0.9)
-    for ax, tl in zip(axes, tls):
-        draw_timeline(tl, ax=ax)
-        ax.set_xlim(0, xmax * 1.005 if xmax > 0 else 1)        # same time axis for all
-    draw_peak_bars(tls, ax=axes[-1])
-    return fig, msg
-
-
+    return scene(*[timeline_panel(tl, xmax=xmax) for tl in tls], peak_bars_panel(tls)), msg
 
 
 def timeline_canvas(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,
@@ -91,7 +68,7 @@ def timeline_canvas(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | Non
                 "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE),
                 "V": slider("V", V, V_RANGE)}
     rows = [w.HBox([controls["schedule"], controls["P"], controls["M"], controls["V"]])]
-    fixed_kw = {"inflight": inflight, "draw": "scene"}
+    fixed_kw = {"inflight": inflight}
     if costs:
         cs = cost_sliders(w, tf, tb, tw, comm, fixed)
         controls.update(cs)
@@ -118,36 +95,34 @@ def compare_canvas(a: str = "gpipe", b: str = "1f1b", P: int = 4, M: int = 8,
                 "P": slider("P", P, P_RANGE), "M": slider("M", M, M_RANGE)}
     rows = [w.HBox(list(controls.values()))]
 
-    def fn(a, b, P, M):
-        return render_compare((a, b), P, M, draw="scene")
-    return build_canvas(fn, controls, rows, {})
+    return build_canvas(render_pair, controls, rows, {})
+
+
+def render_pair(a: str = "gpipe", b: str = "1f1b", P: int = 4, M: int = 8):
+    """:func:`render_compare` of two schedules, as the compare canvas's two menus give them."""
+    return render_compare((a, b), P, M)
 
 
 def bubble_curve_canvas(P: int = 4, schedule: str = "1f1b", V: int = 1) -> Canvas:
     """P slider (and schedule) for the bubble-vs-M curve with simulated points."""
     import ipywidgets as w
-    controls = {"schedule": w.Dropdown(options=names(canvas="bubble-curve"), value=schedule,
+    controls = {"schedule": w.Dropdown(options=menu("bubble-curve"), value=schedule,
                                        description="schedule"),
                 "P": w.IntSlider(value=P, min=P_RANGE[0], max=P_RANGE[1], description="P",
                                  continuous_update=False)}
 
-    return build_canvas(render_bubble_curve, controls, [w.HBox(list(controls.values()))],
-                        {"draw": "scene"})
+    return build_canvas(render_bubble_curve, controls, [w.HBox(list(controls.values()))], {})
 
 
-def render_bubble_curve(schedule: str = "1f1b", P: int = 4, draw=True):
-    """The bubble-vs-M curve for ``schedule`` at ``P``, at the schedule's usual V."""
+def render_bubble_curve(schedule: str = "1f1b", P: int = 4):
+    """The bubble-vs-M curve for ``schedule`` at ``P``, at the schedule's usual V:
+    ``(scene, message)``."""
     v = default_V(schedule)
     f32, r32 = bubble_both(P, 32, v)
     msg = (f"{schedule} P={P}: at M=32 the bubble is {f32:.1%} of the total "
            f"and {r32:.1%} of the ideal")
-    if draw == "scene":
-        return scene(bubble_curve_panel(P, BUBBLE_MS, schedule, v)), msg
-    if not draw:
-        return None, msg
-    from ..draw import draw_bubble_curve
-    return draw_bubble_curve(P, list(BUBBLE_MS), schedule=schedule, V=v), msg
+    return scene(bubble_curve_panel(P, BUBBLE_MS, schedule, v)), msg
 
 
-__all__ = ["render", "render_compare", "render_bubble_curve", "bubble_curve_panel",
+__all__ = ["render", "render_compare", "render_pair", "render_bubble_curve", "bubble_curve_panel",
            "timeline_canvas", "compare_canvas", "bubble_curve_canvas"]

@@ -2,26 +2,28 @@
 from __future__ import annotations
 
 from ..sim.overlap import check_tfb, worst_idle
-from ..registry import excess_closed_form, make_schedule, names
+from ..registry import excess_closed_form
 from ..scene import timeline_scene
 from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from .base import M_RANGE, P_RANGE, Canvas, build_canvas, summary
+from .cache import KEPT
+from .menus import menu
 
 
-ZB_SCHEDULES = names(canvas="zero-bubble")    # the split-backward ones, 1F1B as baseline
+ZB_SCHEDULES = menu("zero-bubble")    # the split-backward ones, 1F1B as baseline
 ZB_COSTS = {"tf": (0.5, 3.0, 0.5), "tb": (0.5, 4.0, 0.5), "tw": (0.0, 2.0, 0.5),
             "tfb": (0.5, 7.0, 0.5)}
 
 
 
 def render_zero_bubble(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, tb=2.0, tw=1.0,
-                       tfb=3.0, draw: bool = True):
+                       tfb=3.0):
     """Timeline with split-backward costs (and the F&B pair cost for DualPipe); the message
     compares the measured excess with the schedule's closed form and gives per-rank memory
-    and parameter copies. Returns ``(Figure or None, message)``."""
+    and parameter copies. Returns ``(scene or None, message)``."""
     try:
-        sched = make_schedule(schedule, int(P), int(M))
+        sched = KEPT.schedule(schedule, P, M)
         tl = simulate(sched, Costs(tf=float(tf), tb=float(tb), tw=float(tw), tfb=float(tfb)))
         if schedule.startswith("dualpipe"):                # the pair model's range (overlap.py)
             check_tfb(tf, tb, tfb)
@@ -38,12 +40,7 @@ def render_zero_bubble(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, 
     pairs = any(op.kind == "FB" for ops in sched.ranks for op in ops)    # read off the order
     if not pairs and float(tfb) != float(tf) + float(tb):
         msg += "\n(tfb only matters for DualPipe's overlapped F&B pairs)"
-    if not draw:
-        return None, msg
-    if draw == "scene":
-        return timeline_scene(tl), msg
-    from ..draw import draw_timeline
-    return draw_timeline(tl), msg
+    return timeline_scene(tl), msg
 
 
 def zero_bubble_canvas(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, tb=2.0,
@@ -62,4 +59,4 @@ def zero_bubble_canvas(schedule: str = "zb-h1", P: int = 4, M: int = 8, tf=1.0, 
                 "tf": fl("tf", tf), "tb": fl("tb", tb), "tw": fl("tw", tw), "tfb": fl("tfb", tfb)}
     rows = [w.HBox([controls["schedule"], controls["P"], controls["M"]]),
             w.HBox([controls["tf"], controls["tb"], controls["tw"], controls["tfb"]])]
-    return build_canvas(render_zero_bubble, controls, rows, {"draw": "scene"})
+    return build_canvas(render_zero_bubble, controls, rows, {})

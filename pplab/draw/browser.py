@@ -7,12 +7,19 @@ from __future__ import annotations
 from ..probe.env import browser_note
 from ..memory.fsdp import fsdp_frames  # noqa: F401
 from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, bars_panel, bubble_curve_panel,
-                     inflight_panel, memory_panel, peak_bars_panel, scene, timeline_panel)
+                     inflight_panel, inflight_steps_panel, memory_panel, peak_bars_panel, scene,
+                     timeline_panel)
 
 
 def _view(*panels):
     from ..scene.view import SceneView
     return SceneView(scene(*panels))
+
+
+def scene_figure(scene):
+    """The scene drawn by the page (a canvas's ``render_*`` picture, shown once)."""
+    from ..scene.view import SceneView
+    return SceneView(scene)
 
 
 def draw_timeline(timeline, overlay=None, title=None, metrics=True, **_):
@@ -24,11 +31,9 @@ def draw_timeline(timeline, overlay=None, title=None, metrics=True, **_):
 
 
 def draw_inflight(timeline_or_schedule, ax=None, title=None):
-    from ..sim import simulate
-    tl = timeline_or_schedule
-    if not hasattr(tl, "events"):
-        tl = simulate(tl)
-    return _view(inflight_panel(tl))
+    obj = timeline_or_schedule
+    panel = inflight_panel(obj) if hasattr(obj, "events") else inflight_steps_panel(obj)
+    return _view(dict(panel, title=title) if title else panel)
 
 
 def draw_peak_bars(timelines, ax=None, title=None):

@@ -15,7 +15,8 @@ from matplotlib.figure import Figure
 
 from ..memory.fsdp import fsdp_frames  # noqa: F401  (re-exported: pure, used by canvases)
 from .figure import DisplayFigure
-from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS,
+from .scene_figure import draw_bars_panel
+from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS, bars_panel,
                      memory_panel)
 
 
@@ -29,47 +30,28 @@ def _fig_ax(ax, size):
 def draw_stacked(labels: Sequence[str], rows: Sequence[dict], gpu_memory: float | None = None,
                  ax=None, title: str = "", xlabel: str = "") -> Figure:
     """Stacked bars, one per label; each row is {part: bytes} with parts from PART_COLORS."""
-    n = len(labels)
-    fig, ax = _fig_ax(ax, (min(10, 2.2 + 0.7 * n), 3.6))
-    x = np.arange(n)
-    bottom = np.zeros(n)
-    parts = [p for p in PART_COLORS if any(r.get(p, 0) for r in rows)]
-    for p in parts:
-        vals = np.array([r.get(p, 0.0) for r in rows]) / GB
-        ax.bar(x, vals, bottom=bottom, color=PART_COLORS[p], width=0.7, label=PART_LABELS[p],
-               edgecolor="white", linewidth=0.5)
-        bottom += vals
-    top = max(bottom.max() if n else 0, (gpu_memory or 0) / GB)
-    for xi, tot in zip(x, bottom):
-        over = gpu_memory is not None and tot * GB > gpu_memory
-        ax.text(xi, tot + top * 0.01, f"{tot:.1f}", ha="center", va="bottom", fontsize=7,
-                color="#b71c1c" if over else "black", fontweight="bold" if over else "normal")
-    if gpu_memory:
-        ax.axhline(gpu_memory / GB, color="black", linestyle="--", linewidth=1)
-        ax.text(n - 0.5, gpu_memory / GB, f" GPU {gpu_memory / GB:g} GB", va="bottom",
-                ha="right", fontsize=7)
-    ax.set_xticks(x)
-    ax.set_xticklabels(labels, fontsize=7 if n > 8 else 8)
-    ax.set_ylim(0, top * 1.15 if top > 0 else 1)
-    ax.set_ylabel("GB per GPU")
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if title:
-        ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    fig.subplots_adjust(right=0.78, bottom=0.18)
+    series = [(PART_LABELS[p], PART_COLORS[p], [r.get(p, 0.0) / GB for r in rows])
+              for p in PART_COLORS if any(r.get(p, 0) for r in rows)]
+    panel = bars_panel(labels, series, title, "GB per GPU", xlabel,
+                       limit=gpu_memory / GB if gpu_memory else None,
+                       limit_label=f"GPU {gpu_memory / GB:g} GB" if gpu_memory else "")
+    fig, ax = _fig_ax(ax, (min(10, 2.2 + 0.7 * len(labels)), 3.6))
+    draw_bars_panel(ax, panel)
+    if ax.figure.axes == [ax]:
+        fig.subplots_adjust(right=0.78, bottom=0.18)
     return fig
 
 
 def draw_memory_bars(report, gpu_memory: float | None = 80e9, ax=None,
                      title: str | None = None) -> Figure:
-    """One stacked bar per pipeline rank of a :class:`~pplab.memory.MemoryReport`, drawn
-    from the same scene panel the browser canvas draws (:func:`pplab.scene.memory_panel`)."""
+    """One stacked bar per pipeline rank of a :class:`~pplab.memory.MemoryReport`: the
+    scene panel the browser canvas draws (:func:`pplab.scene.memory_panel`)."""
     panel = memory_panel(report, gpu_memory, title)
-    part = {label: key for key, label in PART_LABELS.items()}
-    rows = [{part[s["name"]]: s["values"][i] * GB for s in panel["series"]}
-            for i in range(len(panel["labels"]))]
-    return draw_stacked(panel["labels"], rows, gpu_memory, ax, panel["title"], panel["xlabel"])
+    fig, ax = _fig_ax(ax, (min(10, 2.2 + 0.7 * len(panel["labels"])), 3.6))
+    draw_bars_panel(ax, panel)
+    if ax.figure.axes == [ax]:
+        fig.subplots_adjust(right=0.78, bottom=0.18)
+    return fig
 
 
 def draw_zero_stages(psi: float, dp: int, gpu_memory: float | None = 80e9, ax=None,

@@ -215,6 +215,29 @@ def inflight_panel(tl) -> dict:
                        xlabel="time", ylabel="activations held")
 
 
+def inflight_steps_panel(schedule) -> dict:
+    """Activations held per rank over the steps of its run order (step k: its k-th op), as
+    :func:`inflight_panel` over time: a pair rises at its step to what the rule counts there,
+    and the legend's peak is ``peak_inflight_of``'s."""
+    series = []
+    for r, ops in enumerate(schedule.ranks):
+        walk = inflight_walk(ops)
+        alive = list(map(add, walk.whole, walk.waiting))
+        pts, first = [(0, 0)], 0
+        for k, last in enumerate(walk.op_last):
+            high = max(alive[first:last + 1])
+            if high > alive[last]:
+                pts.append((k, high))
+            pts.append((k + 1, alive[last]))
+            first = last + 1
+        series.append(line(f"rank {r} (peak {max(alive, default=0)})",
+                           PALETTE[r % len(PALETTE)], pts, step=True))
+    return lines_panel(series, title=f"in-flight activations per rank — {schedule.name} "
+                       f"P={schedule.P} M={schedule.M}",
+                       xlabel="step (position in the rank's run order)",
+                       ylabel="activations held")
+
+
 def peak_bars_panel(timelines) -> dict:
     """Peak in-flight activations per rank, one colour per timeline, side by side."""
     P = max((tl.num_ranks for tl in timelines), default=1)
@@ -249,5 +272,6 @@ __all__ = ["GB", "IDLE_FACE", "IDLE_HATCH", "IDLE_EDGE", "KIND_COLORS", "PART_CO
            "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS", "PALETTE", "op_label", "title_line",
            "timeline_boxes", "timeline_panel", "rank_strips", "PLOT_PX", "STRIP_AFTER",
            "bars_panel", "lines_panel", "line", "scene",
-           "timeline_scene", "levels", "inflight_panel", "peak_bars_panel", "memory_title",
+           "timeline_scene", "levels", "inflight_panel", "inflight_steps_panel", "peak_bars_panel",
+           "memory_title",
            "memory_panel"]

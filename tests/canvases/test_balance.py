@@ -6,6 +6,7 @@ import pytest
 matplotlib.use("Agg")
 
 from pplab.canvases import balance as BA  # noqa: E402
+from pplab.draw import scene_figure  # noqa: E402
 
 
 @pytest.mark.parametrize("method", BA.BALANCE_METHODS)
@@ -13,13 +14,14 @@ def test_render_balance_over_the_range(method):
     for layers in (4, 8, 16, 32):
         for P in range(1, 9):
             for head in (0.0, 4.0):
-                fig, msg = BA.render_balance(layers, 0.5, head, P, 8, method, draw=False)
+                pic, msg = BA.render_balance(layers, 0.5, head, P, 8, method)
                 if P > layers:
-                    assert "at least" in msg
+                    assert "at least" in msg and pic is None
                 else:
-                    assert "makespan" in msg
-    fig, msg = BA.render_balance(16, 0.5, 2.0, 4, 8, method)
-    assert fig is not None and len(fig.axes) == 2
+                    assert "makespan" in msg and pic is not None
+    pic, msg = BA.render_balance(16, 0.5, 2.0, 4, 8, method)
+    assert [p["type"] for p in pic["panels"]] == ["bars", "timeline"]
+    assert len(scene_figure(pic).axes) == 2
 
 
 def test_balanced_beats_even_on_a_heavy_head():

@@ -20,7 +20,7 @@ def _steps(lo, hi, step):
 @pytest.mark.slow
 @pytest.mark.parametrize("P, M, V", GRID)
 def test_every_shape_renders_or_says_why(P, M, V):
-    pic, msg = H.render_head_of_line(P, M, V, draw="scene")
+    pic, msg = H.render_head_of_line(P, M, V)
     if M % P:
         assert pic is None and "multiple of" in msg
         return
@@ -35,7 +35,7 @@ def test_every_shape_renders_or_says_why(P, M, V):
 @pytest.mark.parametrize("tb", _steps(*H.HOL_COSTS["tb"]))
 @pytest.mark.parametrize("latency", _steps(*H.HOL_COSTS["latency"]))
 def test_every_cost_renders_and_draws_lanes_once_messages_take_time(tb, latency):
-    pic, msg = H.render_head_of_line(2, 8, 2, tb, latency, draw="scene")
+    pic, msg = H.render_head_of_line(2, 8, 2, tb, latency)
     assert "front-loaded: makespan" in msg
     assert all(("lanes" in p) == (latency > 0) for p in pic["panels"])
 
@@ -48,7 +48,8 @@ def test_the_front_loaded_warm_up_ends_late_exactly_as_computed():
 
 
 def test_matplotlib_figure_has_both_orders():
-    fig, _ = H.render_head_of_line(2, 8, 2, 2.0, 0.2)
+    from pplab.draw import scene_figure
+    fig = scene_figure(H.render_head_of_line(2, 8, 2, 2.0, 0.2)[0])
     titles = [ax.get_title(loc="left").split("\n")[0] for ax in fig.axes]
     assert titles == ["front-loaded receives", "just-in-time receives"]
 

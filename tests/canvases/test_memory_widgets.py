@@ -9,7 +9,7 @@ import pytest
 import pplab.memory.extrapolate as ex
 import pplab.memory.planner as pl
 from pplab.canvases import memory as mw
-from pplab.draw import figure_png
+from pplab.draw import figure_png, scene_figure
 from pplab.memory import ParallelConfig, get_preset, memory_report
 from pplab.registry import make_schedule
 from pplab.sim import Costs, simulate
@@ -33,8 +33,9 @@ RANGES = dict(preset=mw.PRESET_NAMES, tp=mw.TP_VALUES, pp=mw.PP_VALUES, dp=mw.DP
 @pytest.mark.parametrize("name", list(RANGES))
 def test_memory_every_control_value(name):
     for v in RANGES[name]:
-        fig, msg = _ok(mw.render_memory(**dict(DEFAULTS, **{name: v}), draw=False))
-        assert fig is None
+        pic, msg = _ok(mw.render_memory(**dict(DEFAULTS, **{name: v})))
+        assert (pic is None) == ("peak" not in msg), msg              # None: a refusal
+        assert pic is None or pic["panels"][0]["type"] == "bars"
 
 
 @pytest.mark.slow
@@ -43,8 +44,7 @@ def test_memory_cross_product_never_raises():
     for preset, tp, pp, sched, M in itertools.product(("tiny", "llama3-8b", "gpt3-175b"),
                                                       mw.TP_VALUES, mw.PP_VALUES,
                                                       mw.MEM_SCHEDULES, (1, 5, 16)):
-        _, msg = _ok(mw.render_memory(preset, tp, pp, 2, 1, "on", "none", sched, M, 1, None,
-                                      draw=False))
+        _, msg = _ok(mw.render_memory(preset, tp, pp, 2, 1, "on", "none", sched, M, 1, None))
         if msg.startswith(get_preset(preset).name + " ("):
             n_ok += 1
         else:
@@ -65,7 +65,7 @@ def test_memory_invalid_combinations_explain_themselves():
 
 
 def test_memory_numbers_match_the_report():
-    _, msg = mw.render_memory(**DEFAULTS, draw=False)
+    _, msg = mw.render_memory(**DEFAULTS)
     assert "peak 18.0 GB on rank 0 (fits in 80 GB)" in msg
 
 
@@ -74,7 +74,7 @@ def test_fsdp_every_value_and_frames():
     L = get_preset("llama3-8b").layers
     for dp, phase, layer, pre in itertools.product(mw.DP_VALUES, ("forward", "backward"),
                                                    range(L), ("off", "on")):
-        _ok(mw.render_fsdp("llama3-8b", dp, phase, layer, pre, draw=False))
+        _ok(mw.render_fsdp("llama3-8b", dp, phase, layer, pre))
     assert "layer must be 0..31" in mw.render_fsdp(layer=32)[1]
     from pplab.draw.memory import fsdp_frames
     fr = fsdp_frames(4, 8.0, 4, prefetch=False)
@@ -87,8 +87,8 @@ def test_fsdp_every_value_and_frames():
 def test_recompute_every_value():
     for preset, tp, sp, seq, mbs in itertools.product(mw.PRESET_NAMES, mw.TP_VALUES,
                                                       ("off", "on"), mw.SEQ_VALUES, range(1, 9)):
-        _ok(mw.render_recompute(preset, tp, sp, seq, mbs, draw=False))
-    _, msg = mw.render_recompute("gpt3-175b", 8, "on", 2048, 1, draw=False)
+        _ok(mw.render_recompute(preset, tp, sp, seq, mbs))
+    _, msg = mw.render_recompute("gpt3-175b", 8, "on", 2048, 1)
     assert "selective: 0.107 GB/layer (70% less), +0.9% FLOPs" in msg
     assert "+33.3% FLOPs" in msg
     assert "does not divide" in mw.render_recompute("tiny", 8)[1]
@@ -97,7 +97,7 @@ def test_recompute_every_value():
 def test_layout_over_tp_pp_dp():
     seen_bad = False
     for tp, pp, dp in itertools.product(mw.TP_VALUES, mw.PP_VALUES, mw.DP_VALUES):
-        _, msg = _ok(mw.render_layout("llama3-70b", 64, tp, pp, dp, draw=False))
+        _, msg = _ok(mw.render_layout("llama3-70b", 64, tp, pp, dp))
         if tp * pp * dp != 64:
             assert "≠ TP×PP×DP" in msg
             seen_bad = True
@@ -106,17 +106,17 @@ def test_layout_over_tp_pp_dp():
     assert seen_bad
     for name in mw.MEM_SCHEDULES:
         for rc in mw.RECOMPUTE:
-            _ok(mw.render_layout("llama3-70b", 64, 8, 4, 2, 1, rc, name, 32, draw=False))
+            _ok(mw.render_layout("llama3-70b", 64, 8, 4, 2, 1, rc, name, 32))
     for preset in mw.PRESET_NAMES:
-        _ok(mw.render_layout(preset, 16, 4, 2, 2, draw=False))
+        _ok(mw.render_layout(preset, 16, 4, 2, 2))
 
 
 @pytest.mark.slow
 def test_plan_render_and_table():
-    fig, msg = mw.render_plan("llama3-70b", 64, 80, 4096, draw=True)
-    assert fig is not None and figure_png(fig)[:4] == b"\x89PNG"
+    pic, msg = mw.render_plan("llama3-70b", 64, 80, 4096)
+    assert figure_png(scene_figure(pic))[:4] == b"\x89PNG"
     assert "fastest first" in msg and "1. TP=" in msg and "✗" in msg
-    _, msg = mw.render_plan("gpt3-175b", 32, 80, 4096, draw=False)
+    _, msg = mw.render_plan("gpt3-175b", 32, 80, 4096)
     assert "0 of" in msg and "over the 80 GB GPU" in msg
 
 
@@ -126,8 +126,8 @@ def test_plan_render_and_table():
     (mw.render_recompute, dict(preset="llama3-405b", tp=1, sp="off", seq=8192)),
     (mw.render_layout, {}), (mw.render_layout, dict(tp=2, pp=16, dp=2, schedule="dualpipev"))])
 def test_figures_rasterise(fn, kw):
-    fig, _ = fn(**kw)
-    assert fig is not None and figure_png(fig)[:4] == b"\x89PNG"
+    pic, _ = fn(**kw)
+    assert figure_png(scene_figure(pic))[:4] == b"\x89PNG"
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from pplab.memory import published_run as pr
 @pytest.mark.slow
 @pytest.mark.parametrize("M,V,grads", list(itertools.product(C.M_OPTIONS, C.V_OPTIONS, C.GRADS)))
 def test_every_setting_draws_and_says_both_denominators(M, V, grads):
-    pic, msg = C.render_published_run(M, V, grads, draw="scene")
+    pic, msg = C.render_published_run(M, V, grads)
     assert pic is not None, msg
     timeline, memory = pic["panels"]
     assert timeline["type"] == "timeline" and timeline["ranks"] == 16
@@ -28,7 +28,7 @@ def test_every_setting_draws_and_says_both_denominators(M, V, grads):
 def test_the_gradient_choice_trades_memory_for_dp_traffic():
     """Once a step: the whole fp32 gradient held, DP ~19 GB; every microbatch: a shard held,
     DP M times the gradients. Same bubble either way."""
-    once, every = (C.render_published_run(32, 8, g, draw=False)[1] for g in C.GRADS)
+    once, every = (C.render_published_run(32, 8, g)[1] for g in C.GRADS)
     assert once.split("\n")[0] == every.split("\n")[0]
     assert "gradients 12.8 GB" in once and "gradients 1.8 GB" in every
     assert "DP sends 19 GB" in once and "DP sends 408 GB" in every
@@ -39,17 +39,16 @@ def test_the_layouts_of_table4_are_on_the_sliders():
     of 80 GB; reduce-scattering every microbatch, only V = 1 does."""
     assert C.row_for(32).gpus == 8192 and C.row_for(16).gpus == 16384
     for M in (32, 16):
-        assert "over 80 GB" in C.render_published_run(M, 8, draw=False)[1]
-        assert "over 80 GB" in C.render_published_run(M, 8, "every microbatch", draw=False)[1]
-        assert "fits in 80 GB" in C.render_published_run(M, 1, "every microbatch",
-                                                         draw=False)[1]
+        assert "over 80 GB" in C.render_published_run(M, 8)[1]
+        assert "over 80 GB" in C.render_published_run(M, 8, "every microbatch")[1]
+        assert "fits in 80 GB" in C.render_published_run(M, 1, "every microbatch")[1]
 
 
 @pytest.mark.parametrize("M,V,grads", [(24, 8, "once a step"), (0, 8, "once a step"),
                                        (32, 3, "once a step"), (32, 16, "once a step"),
                                        (32, 8, "sometimes")])
 def test_settings_the_model_cannot_mean_are_messages(M, V, grads):
-    pic, msg = C.render_published_run(M, V, grads, draw="scene")
+    pic, msg = C.render_published_run(M, V, grads)
     assert pic is None and msg.startswith(f"M={M}, V={V}: ") and "\n" not in msg
 
 

@@ -1,11 +1,12 @@
-"""The simulator's integer-indexed executor against a plain reference, and the canvases'
-render cache (both exist so that a slider redraws quickly; neither may change a result)."""
+"""The simulator's integer-indexed executor against a plain reference, and the pictures the
+canvases keep and render ahead (both exist so that a slider redraws quickly; neither may
+change a result)."""
 from __future__ import annotations
 
 import pytest
 from browser_util import run_in_own_loop
 
-from pplab.canvases.base import RenderCache
+from pplab.canvases.cache import KEPT, CanvasCache
 from pplab.canvases.timeline import render
 from pplab.ir import Action, Schedule
 from pplab.registry import make_schedule, names
@@ -73,36 +74,46 @@ def test_missing_producer_is_named():
         simulate(sched, Costs())
 
 
-def test_render_cache_returns_the_fresh_picture_and_evicts_oldest():
+def test_kept_pictures_are_the_fresh_ones_and_the_oldest_goes():
     calls = []
 
     def fn(**kw):
         calls.append(kw)
         return render(**kw)
-    cache = RenderCache(fn, size=2)
-    a = cache(schedule="interleaved", P=4, M=8, V=2, draw="scene")
-    assert cache(schedule="interleaved", P=4, M=8, V=2, draw="scene") is a and len(calls) == 1
-    assert a == render("interleaved", 4, 8, 2, draw="scene")        # same as uncached
-    cache(schedule="1f1b", P=4, M=8, V=1, draw="scene")
-    cache(schedule="gpipe", P=4, M=8, V=1, draw="scene")            # evicts the oldest
-    cache(schedule="interleaved", P=4, M=8, V=2, draw="scene")
-    assert len(calls) == 4 and len(cache.entries) == 2
+    cache = CanvasCache(pictures=2)
+    a = cache.picture(fn, dict(schedule="interleaved", P=4, M=8, V=2))
+    assert cache.picture(fn, dict(schedule="interleaved", P=4, M=8, V=2)) is a
+    assert len(calls) == 1 and a == render("interleaved", 4, 8, 2)       # same as uncached
+    cache.picture(fn, dict(schedule="1f1b", P=4, M=8, V=1))
+    cache.picture(fn, dict(schedule="gpipe", P=4, M=8, V=1))            # the oldest goes
+    cache.picture(fn, dict(schedule="interleaved", P=4, M=8, V=2))
+    assert len(calls) == 4 and len(cache.pictures.entries) == 2
+    assert cache.served == {"fresh": 4, "cached": 1, "prefetched": 0}
 
 
-def test_render_cache_off_and_unhashable():
+def test_no_pictures_kept_and_unhashable_arguments():
     calls = []
-    cache = RenderCache(lambda **kw: calls.append(kw) or (None, "x"), size=0)
-    cache(a=1)
-    cache(a=1)
-    cache(a=[1])                                                    # unhashable: just calls
-    assert len(calls) == 3 and not cache.entries
+    cache = CanvasCache(pictures=0)
+    fn = lambda **kw: calls.append(kw) or (None, "x")                   # noqa: E731
+    cache.picture(fn, dict(a=1))
+    cache.picture(fn, dict(a=1))
+    cache.picture(fn, dict(a=[1]))                                      # unhashable: just calls
+    assert len(calls) == 3 and not cache.pictures.entries
 
 
-def _ahead_values(canvas, name):
-    return sorted(dict(k)[name] for k in canvas.cache.ahead)
+def _ahead_values(name):
+    return sorted(dict(key[1])[name] for key in KEPT.ahead.entries)
 
 
-def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
+@pytest.fixture
+def nothing_kept(monkeypatch):
+    """Every move a first visit: no picture kept once shown, none rendered ahead yet."""
+    monkeypatch.setattr(KEPT.pictures, "size", 0)
+    KEPT.pictures.clear()
+    KEPT.ahead.clear()
+
+
+def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles(nothing_kept):
     import asyncio
 
     from pplab.canvases.timeline import timeline_canvas
@@ -110,26 +121,25 @@ def test_a_slider_step_finds_its_neighbours_rendered_while_the_kernel_idles():
     async def student():
         c = timeline_canvas("interleaved", 8, 32, 2)
         c.prefetcher.SLOW_S = float("inf")                # a busy test machine is not "slow"
-        c.cache.size = 0                                  # nothing kept once shown
-        c.cache.entries.clear()
+        before = dict(KEPT.served)
         c.controls["V"].value = 3                         # a step right: V=3 simulated
-        assert c.cache.served == {"fresh": 2, "cached": 0, "prefetched": 0}
+        assert KEPT.served["fresh"] == before["fresh"] + 1
         for _ in range(4):
             await asyncio.sleep(0)                        # the kernel waits for a message
-        assert _ahead_values(c, "V") == [2, 4]            # onward and back, both ready
+        assert _ahead_values("V") == [2, 4]               # onward and back, both ready
         c.controls["V"].value = 4
-        assert c.cache.served["prefetched"] == 1
-        assert c.view.scene == render("interleaved", 8, 32, 4, draw="scene")[0]
+        assert KEPT.served["prefetched"] == before["prefetched"] + 1
+        assert c.view.scene == render("interleaved", 8, 32, 4)[0]
         for _ in range(4):
             await asyncio.sleep(0)
-        assert 3 in _ahead_values(c, "V") and 5 not in _ahead_values(c, "V")   # V=5: past the end
+        assert 3 in _ahead_values("V") and 5 not in _ahead_values("V")   # V=5: past the end
         c.controls["V"].value = 3
-        assert c.cache.served["prefetched"] == 2
+        assert KEPT.served["prefetched"] == before["prefetched"] + 2
         assert c.errors == []
     run_in_own_loop(student, 120)
 
 
-def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
+def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing(nothing_kept):
     import asyncio
 
     from pplab.canvases.timeline import timeline_canvas
@@ -141,17 +151,17 @@ def test_a_newer_move_cancels_the_rest_and_slow_renders_prefetch_nothing():
         c.controls["M"].value = 24                        # before the loop turns: V's are off
         for _ in range(4):
             await asyncio.sleep(0)
-        assert _ahead_values(c, "M") == [23, 25] and _ahead_values(c, "V") == [3, 3]
+        assert _ahead_values("M") == [23, 25] and _ahead_values("V") == [3, 3]
         c.prefetcher.SLOW_S = 0.0                         # every render now counts as slow
         c.controls["M"].value = 16
         for _ in range(4):
             await asyncio.sleep(0)
-        assert _ahead_values(c, "M") == [23, 25]          # nothing new
+        assert _ahead_values("M") == [23, 25]             # nothing new
     run_in_own_loop(student, 120)
 
 
-def test_no_event_loop_no_prefetch():
+def test_no_event_loop_no_prefetch(nothing_kept):
     from pplab.canvases.timeline import timeline_canvas
     c = timeline_canvas("interleaved", 8, 32, 2)
     c.controls["V"].value = 3
-    assert c.cache.ahead == {}
+    assert KEPT.ahead.entries == {}

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 from pplab.canvases import base as W  # noqa: E402
 from pplab.canvases import timeline as T  # noqa: E402
 from pplab.registry import default_V  # noqa: E402
-from pplab.draw import figure_png  # noqa: E402
+from pplab.draw import figure_png, scene_figure  # noqa: E402
 from pplab.registry import make_schedule  # noqa: E402
 
 Ps = range(W.P_RANGE[0], W.P_RANGE[1] + 1)
@@ -50,8 +50,8 @@ def test_render_every_P_M_V_never_raises(name):
     spread = [(P, M, V) for P, M in FAR for V in Vs if _kept(P, M)]
     spread.append((W.P_RANGE[1] - 1, W.M_RANGE[1] - 1, default_V(name)))
     for P, M, V in itertools.chain(grid, spread):
-        fig, msg = T.render(name, P, M, V, draw=False)
-        assert fig is None and isinstance(msg, str) and msg
+        pic, msg = T.render(name, P, M, V)
+        assert isinstance(msg, str) and msg and (pic is None) != _valid(name, P, M, V)
         if _valid(name, P, M, V):
             assert msg.startswith("makespan "), (name, P, M, V, msg)
             assert "of total" in msg and "of ideal" in msg and "peak in-flight" in msg
@@ -73,12 +73,12 @@ def test_render_draws_across_the_range(name):
     drawn = 0
     for P, V in itertools.product(NEAR_Ps, Vs):
         for M in sorted({1, P, 2 * P + 1, NEAR_Ms[-1]} & set(Ms)):
-            fig, msg = T.render(name, P, M, V)
-            if fig is None:
+            pic, msg = T.render(name, P, M, V)
+            if pic is None:
                 assert not _valid(name, P, M, V), msg
                 continue
             if drawn % 11 == 0:
-                assert figure_png(fig, dpi=30)[:4] == b"\x89PNG"
+                assert figure_png(scene_figure(pic), dpi=30)[:4] == b"\x89PNG"
             drawn += 1
     assert drawn > 0
 
@@ -90,7 +90,7 @@ def test_the_far_end_of_the_sliders_draws_every_op(name):
     (and the in-flight panel one line per rank); one matplotlib export there too."""
     P, M = W.P_RANGE[1], W.M_RANGE[1]
     V = default_V(name)
-    sc, msg = T.render(name, P, M, V, draw="scene", inflight=True)
+    sc, msg = T.render(name, P, M, V, inflight=True)
     if not _valid(name, P, M, V):
         assert sc is None and msg.startswith(f"{name} with P={P}"), msg
         return
@@ -99,8 +99,7 @@ def test_the_far_end_of_the_sliders_draws_every_op(name):
     assert timeline["boxes"] == [] and len(timeline["strips"]) == P
     assert all(set(row) - {"."} for row in timeline["strips"]), msg
     if name == "1f1b":
-        fig, _ = T.render(name, P, M, V)
-        assert figure_png(fig, dpi=30)[:4] == b"\x89PNG"
+        assert figure_png(scene_figure(sc), dpi=30)[:4] == b"\x89PNG"
 
 
 @pytest.mark.slow
@@ -114,9 +113,12 @@ def test_timeline_sliders_reach_64_ranks_and_256_microbatches():
 
 @pytest.mark.slow
 def test_render_with_inflight_panel():
-    fig, msg = T.render("1f1b", 4, 8, 1, inflight=True)
+    pic, msg = T.render("1f1b", 4, 8, 1, inflight=True)
+    fig = scene_figure(pic)
     assert len(fig.axes) == 2 and "[4, 3, 2, 1]" in msg
-    figure_png(fig, dpi=30)
+    assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == [
+        f"rank {r} (peak {p})" for r, p in enumerate([4, 3, 2, 1])]
+    assert figure_png(fig, dpi=30)[:4] == b"\x89PNG"
 
 
 @pytest.mark.slow
@@ -125,7 +127,7 @@ def test_cost_sliders_whole_range_including_invalid():
     for tf in vals(0.5, 4.0, 0.5):
         for tb in vals(0.5, 4.0, 0.5):
             for tw in vals(0.0, 2.0, 0.5):
-                fig, msg = T.render("zb-h1", 3, 5, 1, tf=tf, tb=tb, tw=tw, draw=False)
+                fig, msg = T.render("zb-h1", 3, 5, 1, tf=tf, tb=tb, tw=tw)
                 if tw > tb:
                     assert "cannot exceed" in msg
                 else:
@@ -133,29 +135,29 @@ def test_cost_sliders_whole_range_including_invalid():
     for comm in vals(0.0, 1.0, 0.25):
         for fixed in vals(0.0, 1.0, 0.25):
             for name in W.SCHEDULES:
-                fig, msg = T.render(name, 4, 8, default_V(name), comm=comm, fixed=fixed,
-                                    draw=(comm, fixed) == (1.0, 1.0))
-                assert msg.startswith("makespan"), msg
+                pic, msg = T.render(name, 4, 8, default_V(name), comm=comm, fixed=fixed)
+                assert msg.startswith("makespan") and pic["panels"], msg
 
 
 @pytest.mark.slow
 def test_compare_every_pair_and_range():
     for a, b in itertools.product(W.SCHEDULES, W.SCHEDULES):
-        fig, msg = T.render_compare((a, b), 4, 8, draw=(a == "1f1b"))
+        pic, msg = T.render_compare((a, b), 4, 8)
         assert len(msg.splitlines()) == 2
-        assert (fig is not None) == (a == "1f1b")
+        drawn = [n for n in (a, b) if _valid(n, 4, 8, None)]
+        assert len(pic["panels"]) == len(drawn) + 1 if drawn else pic is None
     for a in W.SCHEDULES:           # inputs are the same as render()'s, swept in full above
         for P in SPREAD_Ps:
           for M in sorted({1, max(P - 1, 1), P, W.M_RANGE[1]}):
             if not _kept(P, M):
                 continue
-            fig, msg = T.render_compare((a, "1f1b"), P, M, draw=False)
+            fig, msg = T.render_compare((a, "1f1b"), P, M)
             assert len(msg.splitlines()) == 2 and msg.splitlines()[1].startswith("1f1b: makespan")
-    fig, msg = T.render_compare(("gpipe", "1f1b"), 4, 8)
-    assert len(fig.axes) == 3
+    pic, msg = T.render_compare(("gpipe", "1f1b"), 4, 8)
+    assert len(scene_figure(pic).axes) == 3
     assert "gpipe: makespan 33" in msg and "[8, 8, 8, 8]" in msg and "[4, 3, 2, 1]" in msg
-    fig, msg = T.render_compare(("dualpipe", "interleaved"), 3, 4)      # both refuse
-    assert fig is None and "even number of ranks" in msg and "multiple of P" in msg
+    pic, msg = T.render_compare(("dualpipe", "interleaved"), 3, 4)      # both refuse
+    assert pic is None and "even number of ranks" in msg and "multiple of P" in msg
 
 
 @pytest.mark.slow

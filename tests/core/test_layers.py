@@ -33,10 +33,10 @@ for name in NAMES:
     timeline_to_text(simulate(s))
     in_order_plan(s)
     p2p_messages(s)
-assert render("interleaved", 8, 32, 2, draw=False)[0] is None
-assert render_compare(("zb-h2", "interleaved"), 4, 8, V=2, draw=False)[0] is None
-render_interleaved("interleaved", 4, 8, 2, draw=False)
-render_zero_bubble("zbv", 4, 8, draw=False)
+assert render("interleaved", 8, 32, 2)[0]["panels"]
+assert render_compare(("zb-h2", "interleaved"), 4, 8, V=2)[0]["panels"]
+render_interleaved("interleaved", 4, 8, 2)
+render_zero_bubble("zbv", 4, 8)
 bubble_curve_panel(4, (1, 4, 16), "interleaved", 2)
 timeline_panel(simulate(make_schedule("zbv", 4, 8)))
 simulate_streams(make_schedule("interleaved", 4, 8, 2), link=Link())

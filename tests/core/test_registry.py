@@ -6,7 +6,7 @@ from pplab.canvases.interleaved import INTERLEAVED_SCHEDULES
 from pplab.canvases.timeline import render_compare
 from pplab.canvases.zero_bubble import ZB_SCHEDULES
 from pplab.cli import main as cli_main
-from pplab.registry import (CANVASES, REGISTRY, SPECS, TORCH_CLASSES, default_V,
+from pplab.registry import (REGISTRY, SPECS, TORCH_CLASSES, default_V,
                             excess_closed_form, names, spec)
 from pplab.sim import Costs
 
@@ -59,7 +59,7 @@ def test_consumers_read_the_registry():
 
 def test_compare_passes_V_only_to_schedules_that_take_it():
     """Was a drift: render_compare(("zb-h2", "interleaved"), V=2) refused zb-h2."""
-    fig, msg = render_compare(("zb-h2", "interleaved"), 4, 8, V=2, draw=False)
+    _, msg = render_compare(("zb-h2", "interleaved"), 4, 8, V=2)
     assert msg.startswith("zb-h2: makespan") and "\ninterleaved: makespan" in msg
 
 
@@ -87,21 +87,23 @@ def test_torch_classes_exist_in_torch():
 
 def test_canvas_menus_are_the_registry_facts():
     from pplab.canvases import base, memory
-    assert base.SCHEDULES == NAMES, "every schedule has a timeline"
-    assert INTERLEAVED_SCHEDULES == names(stages_per_rank="any") == names(canvas="interleaved")
+    from pplab.canvases.menus import MENUS, menu
+    assert base.SCHEDULES == NAMES == menu("timeline"), "every schedule has a timeline"
+    assert INTERLEAVED_SCHEDULES == names(stages_per_rank="any") == menu("interleaved")
     assert set(ZB_SCHEDULES) == {"1f1b", *names(split_backward=True)}
-    assert memory.MEM_SCHEDULES == names(canvas="memory")
+    assert memory.MEM_SCHEDULES == menu("memory")
     assert all(REGISTRY[n].planner for n in memory.MEM_SCHEDULES), "memory canvas needs traits"
-    assert set(names(canvas="bubble-curve")) == {"gpipe", "1f1b", "interleaved"}
-    assert {c for s in REGISTRY.values() for c in s.canvases} == set(CANVASES)
+    assert set(menu("bubble-curve")) == {"gpipe", "1f1b", "interleaved"}
+    for offered in MENUS.values():              # every menu in the registry's teaching order
+        assert list(offered) == [n for n in NAMES if n in offered]
     with pytest.raises(ValueError, match="unknown canvas"):
-        names(canvas="magic")
+        menu("magic")
 
 
-@pytest.mark.parametrize("name", names(canvas="bubble-curve"))
+@pytest.mark.parametrize("name", ("gpipe", "1f1b", "interleaved"))
 def test_bubble_curve_starts_at_the_schedules_V(name):
     from pplab.canvases.timeline import render_bubble_curve
-    fig, _ = render_bubble_curve(name, 4, draw="scene")
+    fig, _ = render_bubble_curve(name, 4)
     assert (f"V={default_V(name)}" in fig["panels"][0]["title"]) == (default_V(name) != 1)
 
 

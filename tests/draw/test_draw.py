@@ -85,6 +85,20 @@ def test_inflight_from_timeline_and_schedule():
     assert draw_peak_bars([tl, _tl("gpipe")]).axes
 
 
+def test_inflight_legend_gives_the_rules_peak_for_overlapped_pairs():
+    """DualPipeV's F&B pairs hold their forward's activation while the backward runs: each
+    rank's peak is 2P + 1 chunk activations (the DualPipe README's PP + 1 per device, PP =
+    2P stages), 9 at P = 4, as peak_inflight_of and Timeline.peak_inflight say; reading the
+    level only after each whole op said 8 on ranks 0-2."""
+    from pplab.timeline import peak_inflight_of
+    sched = make_schedule("dualpipev", 4, 8)
+    peaks = peak_inflight_of(sched)
+    assert peaks == simulate(sched).peak_inflight == [9, 9, 9, 9]
+    for drawn in (draw_inflight(sched), draw_inflight(simulate(sched))):
+        labels = [t.get_text() for t in drawn.axes[0].get_legend().get_texts()]
+        assert labels == [f"rank {r} (peak {p})" for r, p in enumerate(peaks)]
+
+
 def test_bubble_curve_points_sit_on_closed_form():
     assert bubble_both(4, 8) == (3 / 11, 3 / 8)
     assert bubble_both(4, 8, 2) == (1.5 / 9.5, 3 / 16)

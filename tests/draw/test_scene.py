@@ -74,18 +74,18 @@ def test_memory_bars_match_the_scene():
 
 CANVAS_CASES = [
     (lambda: T.timeline_canvas("interleaved", 8, 32, 2),
-     lambda: T.render("interleaved", 8, 32, 2, draw="scene")),
-    (lambda: ZB.zero_bubble_canvas(), lambda: ZB.render_zero_bubble(draw="scene")),
-    (lambda: IL.interleaved_canvas(), lambda: IL.render_interleaved(draw="scene")),
+     lambda: T.render("interleaved", 8, 32, 2)),
+    (lambda: ZB.zero_bubble_canvas(), lambda: ZB.render_zero_bubble()),
+    (lambda: IL.interleaved_canvas(), lambda: IL.render_interleaved()),
     (lambda: MW.memory_canvas(), lambda: MW.render_memory(
-        "llama3-70b", 8, 1, 8, 0, "on", "selective", "1f1b", 8, 1, 4096, draw="scene")),
-    (lambda: MW.layout_canvas(), lambda: MW.render_layout(draw="scene")),
-    (lambda: MW.fsdp_canvas(), lambda: MW.render_fsdp(draw="scene")),
-    (lambda: MW.recompute_canvas(), lambda: MW.render_recompute(seq=2048, draw="scene")),
-    (lambda: MW.plan_canvas(), lambda: MW.render_plan(seq=4096, draw="scene")),
-    (lambda: BA.balance_canvas(), lambda: BA.render_balance(draw="scene")),
-    (lambda: T.compare_canvas(), lambda: T.render_compare(("gpipe", "1f1b"), 4, 8, draw="scene")),
-    (lambda: T.bubble_curve_canvas(), lambda: T.render_bubble_curve(draw="scene")),
+        "llama3-70b", 8, 1, 8, 0, "on", "selective", "1f1b", 8, 1, 4096)),
+    (lambda: MW.layout_canvas(), lambda: MW.render_layout()),
+    (lambda: MW.fsdp_canvas(), lambda: MW.render_fsdp()),
+    (lambda: MW.recompute_canvas(), lambda: MW.render_recompute(seq=2048)),
+    (lambda: MW.plan_canvas(), lambda: MW.render_plan(seq=4096)),
+    (lambda: BA.balance_canvas(), lambda: BA.render_balance()),
+    (lambda: T.compare_canvas(), lambda: T.render_compare(("gpipe", "1f1b"), 4, 8)),
+    (lambda: T.bubble_curve_canvas(), lambda: T.render_bubble_curve()),
 ]
 
 
@@ -145,7 +145,7 @@ def test_exported_bubble_curve_is_the_canvas_panel():
     """One bubble curve: the figure draws exactly the points the canvas shows."""
     from pplab.draw import draw_bubble_curve
     from pplab.scene import BUBBLE_MS, bubble_curve_panel
-    shown = T.render_bubble_curve("interleaved", 4, draw="scene")[0]["panels"][0]
+    shown = T.render_bubble_curve("interleaved", 4)[0]["panels"][0]
     assert shown == bubble_curve_panel(4, BUBBLE_MS, "interleaved", 2)
     ax = draw_bubble_curve(4, BUBBLE_MS, "interleaved", V=2).axes[0]
     drawn = {ln.get_label(): [list(p) for p in zip(ln.get_xdata(), ln.get_ydata())]

@@ -394,9 +394,11 @@ def append_and_run(page, panel, code: str):
     return panel.locator(".jp-Cell").nth(index)
 
 
-#: the benchmarked canvases; ``{cache}`` is the render cache's size (0: nothing is kept once
-#: shown), ``{prefetch}`` whether a step's neighbours are rendered while the kernel idles
-BENCH_SETUP = "c.cache.size = {cache}; c.cache.entries.clear(); c.prefetcher.enabled = {prefetch}; c"
+#: the benchmarked canvases; ``{cache}`` is how many pictures the canvases keep (0: nothing is
+#: kept once shown), ``{prefetch}`` whether a step's neighbours are rendered while the kernel
+#: idles
+BENCH_SETUP = ("from pplab.canvases.cache import KEPT\nKEPT.pictures.size = {cache}; "
+               "KEPT.pictures.clear(); c.prefetcher.enabled = {prefetch}; c")
 BENCH_TIMELINE = ("from pplab.canvases.timeline import timeline_canvas\n"
                   "c = timeline_canvas({at})\n" + BENCH_SETUP)
 #: the timeline canvas's setting while its V slider moves (bench_browser.py --at changes it)
