@@ -10,7 +10,7 @@ from ..registry import make_schedule
 from ..sim import simulate
 from ..timeline import peak_inflight
 from . import guard
-from .guard import SIMULATORS, derive_without
+from .guard import graded
 from .normalise import Unreadable, as_data, schedule_rows
 
 #: (P, M) cases the graders use: small, P=1, M<P, M=P, odd sizes, the notebook's own example
@@ -50,7 +50,7 @@ def _close(a, b) -> bool:
                                                         abs_tol=1e-12)
 
 
-@derive_without(*SIMULATORS, "timeline.*")
+@graded
 def check_bubble_formulas(bubble_of_total: Callable[[int, int], float],
                           bubble_of_ideal: Callable[[int, int], float], cases=CASES) -> bool:
     """Both of the student's formulas must match the simulated GPipe and 1F1B bubble.
@@ -75,7 +75,7 @@ def check_bubble_formulas(bubble_of_total: Callable[[int, int], float],
     return True
 
 
-@derive_without()
+@graded
 def check_one_f_one_b_rank(one_f_one_b_rank: Callable[[int, int, int], Sequence[str]],
                            cases=CASES) -> bool:
     """``one_f_one_b_rank(P, M, rank)`` must give that rank's 1F1B run order as action text."""
@@ -101,7 +101,7 @@ def check_one_f_one_b_rank(one_f_one_b_rank: Callable[[int, int, int], Sequence[
     return True
 
 
-@derive_without("timeline.*")
+@graded
 def check_inflight(inflight_peak: Callable[[Sequence[str]], int],
                    peak_1f1b: Callable[[int, int, int], int] | None = None,
                    cases=CASES) -> bool:
@@ -158,6 +158,7 @@ def student_schedule(rows: Sequence[str], P: int, M: int) -> Schedule:
     return sched
 
 
+@graded
 def check_text_schedule(rows: Sequence[str], P: int, M: int,
                         max_bubble_of_ideal: float | None = None) -> bool:
     """A hand-written schedule must parse, have P ranks and M microbatches, validate (complete,

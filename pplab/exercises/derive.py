@@ -14,7 +14,7 @@ from ..ir import Action, Schedule
 from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from .bubble import _call, _fail
-from .guard import SIMULATORS, derive_without
+from .guard import graded
 
 DERIVE_COSTS = Costs(tf=1.0, tb=2.0, tw=1.0)
 #: visible cases: P = 1, M < P, M = P, larger
@@ -65,7 +65,7 @@ def reference_peak(P: int, M: int) -> float:
     return float(max(peak_inflight(weights_last(P, M))))
 
 
-@derive_without(*SIMULATORS, "timeline.*", "exercises.derive.weights_last")
+@graded
 def check_derived_makespan(makespan, cases=VISIBLE) -> bool:
     """``makespan(P, M)``: the simulated makespan of 1F1B-weights-last."""
     return _check(makespan, "makespan", reference_makespan,
@@ -74,7 +74,7 @@ def check_derived_makespan(makespan, cases=VISIBLE) -> bool:
                   cases)
 
 
-@derive_without(*SIMULATORS, "timeline.*", "exercises.derive.weights_last")
+@graded
 def check_derived_bubble(bubble, cases=VISIBLE) -> bool:
     """``bubble(P, M)``: idle time ÷ busy time of 1F1B-weights-last."""
     return _check(bubble, "bubble", reference_bubble,
@@ -82,12 +82,8 @@ def check_derived_bubble(bubble, cases=VISIBLE) -> bool:
                   "its own W's end, but the step ends when the last rank does.", cases)
 
 
-@derive_without(*SIMULATORS, "timeline.*", "exercises.derive.weights_last")
+@graded
 def check_derived_peak(peak, cases=VISIBLE) -> bool:
     """``peak(P, M)``: the largest number of microbatch activations any rank holds."""
     return _check(peak, "peak", reference_peak,
                   "an activation is freed by its W, not by its I.", cases)
-
-
-__all__ = ["weights_last", "check_derived_makespan", "check_derived_bubble",
-           "check_derived_peak", "DERIVE_COSTS"]

@@ -16,14 +16,12 @@ import sys
 import types
 from contextlib import contextmanager
 
-#: the graders' own reference helpers: the answer key
-ANSWER_KEYS = (
-    "exercises.pipeline.reference_plan", "exercises.pipeline.steady_state_pairs",
-    "exercises.memory.expected_1f1b_peak", "exercises.memory.step_bound",
-    "exercises.schedules.count_p2p", "exercises.schedules._reference_layers",
-    "exercises.derive.reference_*", "exercises.puzzles.builtin_scores",
-    "runtime.exercises.reference_*",
-)
+from .tasks import ANSWER_KEYS, TASKS
+
+#: the modules every schedule is written in: a pattern ``module.*`` names the functions
+#: ``module`` holds, re-exports included, but never these modules' functions it imported
+#: (no task asks for them, and cutting them would break every executor in the sandbox)
+SHARED = ("ir", "keys")
 
 
 def _from_registry() -> tuple[str, ...]:
@@ -38,16 +36,6 @@ def _from_registry() -> tuple[str, ...]:
     own = __name__.split(".")[0] + "."
     return tuple(sorted(f"{m[len(own):]}.*" for m in modules)) + (
         "registry.make_schedule", "search.*")
-
-
-#: every executor that times a schedule: a task that cuts the simulator cuts them all
-SIMULATORS = ("sim.entry.*", "sim.reference.*", "sim.fast.*", "sim.plan.*", "sim.costs.*",
-              "sim.dependencies.*", "sim.contention.*", "sim.streams.*", "sim.stream_run.*",
-              "sim.stream_replay.*")
-
-#: the message plans a counting task asks for (the lowering's public functions)
-MESSAGE_PLANS = ("lower.lower", "lower.messages", "lower.p2p_messages", "lower.in_order_plan",
-                 "lower.up_front_plan", "lower.check_in_order")
 
 
 def always() -> tuple[str, ...]:
@@ -79,8 +67,15 @@ def _functions(package: str, pattern: str):
              else [attr])
     for name in names:
         fn = getattr(module, name, None)
-        if isinstance(fn, types.FunctionType) and fn.__module__.startswith(package):
+        if isinstance(fn, types.FunctionType) and fn.__module__.startswith(package) and (
+                attr == name or sweeps(mod_name, fn.__module__[len(package) + 1:])):
             yield f"pplab.{mod_name}.{name}", fn
+
+
+def sweeps(module: str, defined_in: str) -> bool:
+    """Whether a wildcard over ``module`` names a function it holds that ``defined_in``
+    defines (both under pplab): its own and its re-exports, not those of :data:`SHARED`."""
+    return defined_in == module or defined_in not in SHARED
 
 
 def _stub_code(path: str):
@@ -177,19 +172,25 @@ def call(fn, *args, **kwargs):
     return result
 
 
-def derive_without(*patterns, whole_library: bool = True):
-    """Decorate a grader: while it calls the student's code, :func:`always` and ``patterns``
-    are blocked (the grader's own reference computations run unblocked).
+def sandbox_cut(check: str) -> tuple[str, ...]:
+    """What the grading sandbox cuts out of its copy of pplab for task ``check``: what the
+    grader blocks in a kernel, or, for a task whose honest answer uses the library, only
+    its own list and the answer keys."""
+    task = TASKS[check]
+    return (ANSWER_KEYS if task.uses_library else always()) + task.blocks
 
-    ``run.blocked()`` lists what the grading sandbox cuts out of its copy of pplab for this
-    task: everything above, or with ``whole_library=False`` (a task whose honest answer
-    uses the library, e.g. the planner's ``estimate`` building schedules) only
-    ``patterns`` and the answer key."""
-    def wrap(check):
-        @functools.wraps(check)
-        def run(*args, **kwargs):
-            with blocking(patterns):
-                return check(*args, **kwargs)
-        run.blocked = lambda: (always() if whole_library else ANSWER_KEYS) + tuple(patterns)
-        return run
-    return wrap
+
+def graded(check):
+    """Mark a task's grader: while it calls the student's code, :func:`always` and what its
+    row in :data:`~.tasks.TASKS` blocks are blocked (its own reference computations run
+    unblocked). A grader the table does not name fails at import."""
+    task = TASKS.get(check.__name__)
+    if task is None or not check.__module__.endswith(f".{task.module}"):
+        raise LookupError(f"{check.__module__}.{check.__name__} is no row of the task table "
+                          "(pplab/exercises/tasks.py)")
+
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        with blocking(task.blocks):
+            return check(*args, **kwargs)
+    return run

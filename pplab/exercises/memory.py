@@ -16,7 +16,7 @@ from ..partition import stage_layers
 from ..registry import make_schedule
 from ..timeline import inflight_profile
 from .bubble import _call, _fail
-from .guard import derive_without
+from .guard import graded
 from .normalise import normalise
 
 
@@ -30,7 +30,7 @@ def _close(a, b, rel=1e-6) -> bool:
 ZERO_CASES = [(7.5e9, 64), (70e9, 64), (70e9 / 64, 8), (1e9, 1), (13e9, 3), (405e9, 512)]
 
 
-@derive_without("memory.accounting.*", "memory.planner.*")
+@graded
 def check_zero_bytes(zero_bytes, cases=ZERO_CASES) -> bool:
     """``zero_bytes(psi, nd, stage)``: model-state bytes per GPU (params + grads + Adam) for
     mixed-precision Adam (2 + 2 + 12 bytes per parameter), ZeRO stage 0–3 over N_d GPUs."""
@@ -54,7 +54,7 @@ ACT_CASES = [(2048, 1, 12288, 96), (4096, 1, 8192, 64), (8192, 2, 4096, 32), (10
              (32, 2, 64, 4)]
 
 
-@derive_without("memory.activations.*", "memory.planner.*")
+@graded
 def check_layer_activations(act_bytes, cases=ACT_CASES) -> bool:
     """``act_bytes(s, b, h, a, t, sp, recompute)``: Korthikanti Table 2 bytes for one layer."""
     n = 0
@@ -93,7 +93,7 @@ def expected_1f1b_peak(P, M, r, layers, per_layer) -> float:
     return max(inflight_profile(sch.ranks[r], w), default=0.0)
 
 
-@derive_without("timeline.*", "partition.*", "memory.*")
+@graded
 def check_peak_1f1b(peak_bytes, cases=PEAK_CASES) -> bool:
     """``peak_bytes(P, M, r, layers, per_layer)``: peak activation bytes on rank r under 1F1B,
     layers split as evenly as possible with the remainder on the first ranks."""
@@ -228,7 +228,7 @@ def _as_config(cfg) -> ParallelConfig:
     return ParallelConfig(**fields)
 
 
-@derive_without("memory.planner.plan", "exercises.memory.step_bound", whole_library=False)
+@graded
 def check_layout_for_budget(choose_layout, cases=(None,)) -> bool:
     """``choose_layout(budget)`` returns a ParallelConfig for a :class:`Budget`; it must fit
     and beat :func:`step_bound`. Hidden cases are budgets drawn at grading time."""
@@ -242,7 +242,3 @@ def check_layout_for_budget(choose_layout, cases=(None,)) -> bool:
         except AssertionError as e:
             _fail(f"for {budget}: {e}")
     return True
-
-
-__all__ = ["check_zero_bytes", "check_layer_activations", "check_peak_1f1b", "check_layout",
-           "check_layout_for_budget", "Budget", "draw_budget", "step_bound", "expected_1f1b_peak"]

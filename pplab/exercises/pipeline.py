@@ -11,7 +11,7 @@ from ..ir import Schedule, parse_op
 from ..partition import balanced_split
 from ..registry import make_schedule
 from .bubble import _call, _fail
-from .guard import derive_without
+from .guard import graded
 from .normalise import schedule_rows
 
 #: (layer costs, parts): uniform, heavy embedding / head, one giant layer, parts = layers,
@@ -69,7 +69,7 @@ def _ranges(parts, n: int, k: int, label: str) -> list[tuple[int, int]]:
     return out
 
 
-@derive_without("partition.*")
+@graded
 def check_balanced_partition(
         balanced_partition: Callable[[Sequence[float], int], Sequence],
         cases=PARTITION_CASES) -> bool:
@@ -122,7 +122,7 @@ def _norm(x):
         return ("bad", repr(x))
 
 
-@derive_without()
+@graded
 def check_send_recv_plan(send_recv_plan: Callable[[int, int, int], Sequence],
                          cases=PLAN_CASES) -> bool:
     """``send_recv_plan(P, M, r)``: for each op of rank r's 1F1B order, ``(op, recv, send)``
@@ -174,6 +174,7 @@ def steady_state_pairs(P: int, M: int, r: int) -> list[tuple[str, str]]:
     return out
 
 
+@graded
 def check_hand_written_1f1b(rows, P: int = 2, M: int = 4) -> Schedule:
     """The student's text is a valid schedule whose rank lists are exactly 1F1B's for
     (P, M). Returns the Schedule (ready for ``run_schedule``)."""
@@ -244,7 +245,7 @@ def _as_message(m, label: str) -> Message:
               "pplab.lower.messages(sched)")
 
 
-@derive_without("lower.in_order_plan")
+@graded
 def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence],
                         cases=POSTING_CASES) -> bool:
     """``posting_plan(sched)``: for every rank r, a list of ``len(sched.ranks[r]) + 1`` lists of
@@ -289,8 +290,3 @@ def check_in_order_plan(posting_plan: Callable[[Schedule], Sequence],
     print(f"posting order: completes on an in-order transport for all {len(cases)} "
           "schedules ✓")
     return True
-
-
-__all__ = ["check_balanced_partition", "check_send_recv_plan", "check_hand_written_1f1b",
-           "check_real_run", "check_in_order_plan", "reference_plan", "steady_state_pairs",
-           "PARTITION_CASES", "PLAN_CASES", "POSTING_CASES"]

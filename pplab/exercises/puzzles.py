@@ -15,7 +15,7 @@ from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from ..validate import ScheduleError, validate
 from .bubble import _fail
-from .guard import derive_without
+from .guard import graded
 from .normalise import schedule_rows
 
 PUZZLE_COSTS = Costs(tf=1.0, tb=2.0, tw=1.0)
@@ -78,7 +78,7 @@ def score(sched: Schedule) -> tuple[float, float]:
     return simulate(sched, PUZZLE_COSTS).makespan, peak
 
 
-@derive_without()
+@graded
 def check_puzzle(rows, name: str) -> bool:
     """The schedule must validate on the puzzle's placement and meet both targets."""
     puzzle = PUZZLES[name]
@@ -110,6 +110,3 @@ def builtin_scores(name: str, max_V: int = 4) -> list[tuple[str, int | None, flo
                     and sched.copies == puzzle.copies:
                 out.append((spec.name, V, *score(sched)))
     return out
-
-
-__all__ = ["PUZZLES", "Puzzle", "PUZZLE_COSTS", "check_puzzle", "builtin_scores", "score"]

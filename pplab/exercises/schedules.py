@@ -10,7 +10,7 @@ from ..registry import make_schedule
 from ..sim import Costs, simulate
 from ..timeline import peak_inflight
 from .bubble import _call, _fail, student_schedule
-from .guard import MESSAGE_PLANS, derive_without
+from .guard import graded
 from .normalise import schedule_rows
 
 #: (L, P, V) cases for layer placement: remainders, V=1, P=1, the notebook's own example
@@ -29,7 +29,7 @@ def _reference_layers(L: int, P: int, V: int, r: int) -> list[int]:
     return sorted(x for s in sched.stages_of_rank(r) for x in ranges[s])
 
 
-@derive_without("partition.*")
+@graded
 def check_layer_placement(layers_on_rank: Callable[[int, int, int, int], Sequence[int]],
                           cases=PLACEMENT_CASES) -> bool:
     """``layers_on_rank(L, P, V, r)``: the layers rank r holds when L layers are cut into P·V
@@ -73,6 +73,7 @@ def _rows(rows, P):
     return rows
 
 
+@graded
 def check_split_backward_schedule(rows, P: int = 2, M: int = 4,
                                   max_bubble_of_ideal: float = 0.10,
                                   max_peak: int | None = None) -> bool:
@@ -100,6 +101,7 @@ def check_split_backward_schedule(rows, P: int = 2, M: int = 4,
     return True
 
 
+@graded
 def check_fixed_schedule(rows, broken: Sequence[str], P: int, M: int) -> bool:
     """The fixed schedule must validate and run exactly the broken schedule's actions on each
     rank — only the order may change."""
@@ -121,7 +123,7 @@ def count_p2p(P: int, M: int, V: int) -> int:
     return p2p_messages(make_schedule("interleaved", P, M, V))
 
 
-@derive_without(*MESSAGE_PLANS)
+@graded
 def check_p2p_messages(p2p_messages: Callable[[int, int, int], int],
                        cases=P2P_CASES) -> bool:
     """``p2p_messages(P, M, V)``: point-to-point messages (activations forward, gradients
@@ -137,7 +139,3 @@ def check_p2p_messages(p2p_messages: Callable[[int, int, int], int],
                   "rank.")
     print(f"message counts: {len(cases)} (P, M, V) cases match the schedules ✓")
     return True
-
-
-__all__ = ["check_layer_placement", "check_split_backward_schedule", "check_fixed_schedule",
-           "check_p2p_messages", "count_p2p"]

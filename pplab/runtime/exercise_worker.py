@@ -33,11 +33,14 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from ..exercises import guard
+from ..exercises.tasks import TASKS as GRADED
 from .rank_data import tensor_data, tensor_from
 from .rank_launch import undumpable
 
-#: what the student's code may not call: the runtime's worker already moves tensors
-BLOCKED = ("runtime.worker.*", "runtime.exercises.reference_*")
+#: what the student's code may not call, on top of every task's answer key: what the task
+#: table's real-code rows block (the runtime's worker already moves tensors)
+BLOCKED = tuple(dict.fromkeys(p for t in GRADED.values() if t.module == "runtime.exercises"
+                              for p in t.blocks))
 
 
 def build_stages(seed: int, dims: list[int]) -> list[nn.Module]:

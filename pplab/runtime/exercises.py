@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 
 from ..exercises.bubble import _fail
-from ..exercises.guard import derive_without
+from ..exercises.guard import graded
 from .exercise_worker import (build_stages, make_data, module_spec, run_cases,
                               student_functions)
 from .rank_data import read_results, tensor_data
@@ -200,21 +200,21 @@ def _shapes(task: str, cases) -> list[dict]:
     return [_shape(seed, 1 if task != "step" else 2 + seed % 3) for seed in cases]
 
 
-@derive_without("runtime.worker.*")
+@graded
 def check_stage_forward(stage_forward, cases=(0,)) -> bool:
     """``stage_forward(stage, x, in_shape)`` under 2 real processes: the loss must equal one
     process's."""
     return _grade_p2p("forward", {"stage_forward": stage_forward}, cases, "stage_forward")
 
 
-@derive_without("runtime.worker.*")
+@graded
 def check_stage_backward(stage_backward, cases=(0,)) -> bool:
     """``stage_backward(x, y, loss)`` (with the grader's forward): gradients must equal one
     process's."""
     return _grade_p2p("backward", {"stage_backward": stage_backward}, cases, "stage_backward")
 
 
-@derive_without("runtime.worker.*")
+@graded
 def check_pipeline_step(stage_forward, stage_backward, cases=(0,)) -> bool:
     """Both functions over M microbatches (GPipe order, loss / M): gradients equal."""
     return _grade_p2p("step", {"stage_forward": stage_forward,
@@ -257,7 +257,7 @@ def _check_against_full_batch(fn, cases, uneven: bool, label: str, hint: str) ->
     return True
 
 
-@derive_without()
+@graded
 def check_loss_scaling(pipelined_grads, cases=(0,)) -> bool:
     """``pipelined_grads(stages, x, y, M)``: accumulate over M equal microbatches."""
     return _check_against_full_batch(
@@ -266,7 +266,7 @@ def check_loss_scaling(pipelined_grads, cases=(0,)) -> bool:
         "the batch M times")
 
 
-@derive_without()
+@graded
 def check_uneven_microbatches(pipelined_grads, cases=(0,)) -> bool:
     """Same, but the batch does not divide by M (``x.tensor_split(M)``)."""
     return _check_against_full_batch(
@@ -275,7 +275,7 @@ def check_uneven_microbatches(pipelined_grads, cases=(0,)) -> bool:
         "than a large one's; weight each microbatch by its share of the samples")
 
 
-@derive_without()
+@graded
 def check_dp_average(allreduce_grads, cases=(0,)) -> bool:
     """``allreduce_grads(replicas)``: after each data-parallel replica (a list of stages) ran
     its shard, make every replica's gradients those of the whole batch."""
@@ -313,7 +313,7 @@ def _unclipped(seed: int):
     return [{n: p.grad.clone() for n, p in s.named_parameters()} for s in stages], clip
 
 
-@derive_without()
+@graded
 def check_global_clip(clip_pipeline_grads, cases=(0,)) -> bool:
     """``clip_pipeline_grads(stages, max_norm)``: clip by the norm over *all* stages, as one
     model would (each pipeline rank sees only its own stage)."""

@@ -1,10 +1,12 @@
 """Shared helpers for the schedule generators: argument checks and placements."""
 from __future__ import annotations
 
-# ir and keys as modules, not their functions: a derive-it task blocks every function this
-# module holds (generators' helpers), and the simulator needs them whole in the sandbox
-from .. import ir, keys
-from ..ir import Op, Schedule
+# A derive-it task blocks every function this module holds (generators' helpers), re-exports
+# included, except those of ir and keys: the guard never sweeps those up
+# (pplab.exercises.guard.SHARED), so the simulator stays whole in the sandbox.
+from ..ir import Op, Schedule, action_maker
+from ..keys import (ALONE, PAIR_BACKWARD, PAIR_FORWARD, POSTPONED_W, key_run, pair_keys,
+                    stream_of, stream_of_key)
 
 
 #: the largest schedules built: far past any real pipeline (Llama 3 405B: P = 16, V = 8,
@@ -52,8 +54,8 @@ def v_placement(P: int) -> tuple[int, ...]:
 
 
 #: constructors of each kind's actions, ``F(stage, microbatch)`` (``ir.action_maker``)
-F, B, W = ir.action_maker("F"), ir.action_maker("B"), ir.action_maker("W")
-I = ir.action_maker("I")  # noqa: E741 - the kind's name in the literature
+F, B, W = action_maker("F"), action_maker("B"), action_maker("W")
+I = action_maker("I")  # noqa: E741 - the kind's name in the literature
 
 
 def build(name: str, P: int, M: int, placement, ranks: list[list[Op]], V: int = 1,
@@ -85,30 +87,30 @@ class Streams:
         for t, item in enumerate(pattern):
             if type(item[0]) is tuple:
                 forward, backward = item
-                out[t::L] = keys.pair_keys(
-                    self._run(*forward, times, (at + t, L, keys.PAIR_FORWARD)),
-                    self._run(*backward, times, (at + t, L, keys.PAIR_BACKWARD)))
+                out[t::L] = pair_keys(
+                    self._run(*forward, times, (at + t, L, PAIR_FORWARD)),
+                    self._run(*backward, times, (at + t, L, PAIR_BACKWARD)))
             else:
-                out[t::L] = self._run(*item, times, (at + t, L, keys.ALONE))
+                out[t::L] = self._run(*item, times, (at + t, L, ALONE))
         self.keys += out
 
     def _run(self, kind: str, stage: int, times: int, where) -> range:
-        stream = keys.stream_of(kind, stage)
+        stream = stream_of(kind, stage)
         first = self.next.get(stream, 0)
         self.next[stream] = first + times
         pos, step, how = where
         self.runs.setdefault(stream, []).append((pos, step, times, how))
-        return keys.key_run(kind, stage, first, times)
+        return key_run(kind, stage, first, times)
 
     def one(self, kind: str, stage: int) -> int:
         """Append one action; its microbatch number is its stream's next."""
-        k = self._run(kind, stage, 1, (len(self.keys), 1, keys.ALONE))[0]
+        k = self._run(kind, stage, 1, (len(self.keys), 1, ALONE))[0]
         self.keys.append(k)
         return k
 
     def weight(self, k: int) -> None:
         """Append the W whose key is ``k`` (a W postponed from its I: W's need not come in
         microbatch order, nothing waits for one)."""
-        stream = keys.stream_of_key(k)
-        self.runs.setdefault(stream, []).append((len(self.keys), 1, 1, keys.POSTPONED_W))
+        stream = stream_of_key(k)
+        self.runs.setdefault(stream, []).append((len(self.keys), 1, 1, POSTPONED_W))
         self.keys.append(k)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 
-from pplab.exercises.hidden import TASKS
+from pplab.exercises.tasks import TASKS
 from pplab.exercises.normalise import Unreadable, as_data, normalise
 from pplab.grading.untrusted import wire
 from pplab.grading.verdict import grader, hidden_call
@@ -30,7 +30,7 @@ from pplab.ir import Schedule, parse_op
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ["01_bubble_and_1f1b", "02_schedules", "03_memory", "04_real_pipeline",
              "05_puzzles", "08_derivations"]
-REAL_PROCESS = {c for c, (module, _) in TASKS.items() if module.startswith("runtime.")}
+REAL_PROCESS = {c for c, task in TASKS.items() if task.module.startswith("runtime.")}
 
 #: what each task's answer is, which decides the shapes it can honestly take
 KIND = {

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from pplab.exercises import guard
-from pplab.exercises.hidden import TASKS
+from pplab.exercises.tasks import TASKS
 from pplab.grading import verdict
 from pplab.grading.untrusted import sandbox, student_edition, wire
 from pplab.grading.execute import plan_runs
@@ -36,14 +36,10 @@ NAME = "01_bubble_and_1f1b"
 SOLUTION = ROOT / "solutions" / NAME / f"{NAME}.ipynb"
 
 
-def _graders():
-    return [verdict.grader(check) for check in TASKS]
-
-
 # ---- fast: the pieces ---------------------------------------------------------------------
 
 def test_every_blocked_pattern_names_at_least_one_function():
-    patterns = {p for g in _graders() if hasattr(g, "blocked") for p in g.blocked()}
+    patterns = {p for check in TASKS for p in guard.sandbox_cut(check)}
     assert "registry.make_schedule" in patterns and "closed_forms.*" in patterns
     empty = sorted(p for p in patterns if not student_edition.resolve(p))
     assert not empty, f"these patterns block nothing (a renamed function fails open): {empty}"
@@ -71,8 +67,7 @@ def _run_against(lib, code: str, tmp_path):
 
 
 def test_the_student_edition_holds_no_answer_code(tmp_path):
-    g = verdict.grader("check_bubble_formulas")
-    lib = student_edition.build(g.blocked(), tmp_path)
+    lib = student_edition.build(guard.sandbox_cut("check_bubble_formulas"), tmp_path)
     text = (lib / "pplab" / "closed_forms.py").read_text()
     tree = ast.parse(text)
     for fn in [n for n in tree.body if isinstance(n, ast.FunctionDef)]:
@@ -525,8 +520,7 @@ def test_the_sandbox_works_for_an_ordinary_user():
 def test_the_newer_simulators_are_no_way_round_a_cut_simulator(tmp_path):
     """The stream model and the shared-core executor also time a schedule; in the edition of a
     task that cuts the simulator, a hand-written schedule must not get events out of them."""
-    g = verdict.grader("check_bubble_formulas")
-    lib = student_edition.build(g.blocked(), tmp_path)
+    lib = student_edition.build(guard.sandbox_cut("check_bubble_formulas"), tmp_path)
     code = ("from pplab.ir import Action as A, Schedule\n"
             "rows = ((A(0, 'F', 0), A(0, 'F', 1), A(0, 'B', 0), A(0, 'B', 1)),\n"
             "        (A(1, 'F', 0), A(1, 'B', 0), A(1, 'F', 1), A(1, 'B', 1)))\n"

@@ -67,9 +67,12 @@ def _is_main_guard(stmt) -> bool:
 
 def resolve(pattern: str) -> list[tuple[str, str]]:
     """(defining module, function name) of every function ``pattern`` names, looked up in
-    the real package: ``sim.entry.*`` also names ``timeline.run_events``, which it imports."""
+    the real package: ``sim.entry.*`` also names ``timeline.run_events``, which it imports,
+    but no wildcard names the functions of ``ir`` and ``keys`` (:func:`guard.sweeps`)."""
     import importlib
     import types
+
+    from ...exercises.guard import sweeps
     module_name, _, attr = pattern.rpartition(".")
     try:
         module = importlib.import_module(f"pplab.{module_name}")
@@ -78,7 +81,8 @@ def resolve(pattern: str) -> list[tuple[str, str]]:
     out = []
     for name, fn in vars(module).items():
         if (isinstance(fn, types.FunctionType) and fnmatch.fnmatchcase(name, attr)
-                and fn.__module__.startswith("pplab.") and "<locals>" not in fn.__qualname__):
+                and fn.__module__.startswith("pplab.") and "<locals>" not in fn.__qualname__
+                and (name == attr or sweeps(module_name, fn.__module__[len("pplab."):]))):
             out.append((fn.__module__[len("pplab."):], fn.__name__))
     return out
 
