@@ -22,6 +22,7 @@ tests) live in ``helpers/``, on the import path of every test.
 """
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -67,10 +68,19 @@ SLOW_TESTS = ("test_plan_export.py::test_megatron_core_refuses_what_it_cannot_ru
               "test_cli_conventions.py::test_torch_schedule_class_names_are_aliases",
               "test_layers.py::test_import_graph_has_no_circle",
               "test_registry.py::test_torch_classes_exist_in_torch",
-              "test_docs_classroom.py::test_every_command_shown_is_tested_or_checked")
+              "test_docs_classroom.py::test_every_command_shown_is_tested_or_checked",
+              "test_suite_stops_cleanly.py::test_sigterm_runs_every_cleanup")
+
+
+def _interrupt_on_term(signum, frame):
+    """A run stopped by SIGTERM (CI's time limit, a user's kill) tears down as Ctrl-C does:
+    every fixture's cleanup runs and subprocess.run kills its child, so no hub, cluster,
+    browser, job or temp folder outlives the run."""
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def pytest_configure(config):
+    signal.signal(signal.SIGTERM, _interrupt_on_term)
     for name, text in (("slow", "over half a second on 2 cores, or real processes; not in "
                                  "make test-fast"),
                        ("torchrun", "launches real torch.distributed processes"),
