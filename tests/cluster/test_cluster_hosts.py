@@ -88,10 +88,11 @@ def test_a_node_killed_mid_job_is_named_and_nothing_is_left(lan, tmp_path):
         time.sleep(0.3)
     Lan.kill_all(lan.ns["n1"])                 # node 1 loses power
     t_kill = time.monotonic()
-    _, err = procs[0].communicate(timeout=90)
-    procs[1].communicate(timeout=10)
+    _, err = procs[0].communicate(timeout=240)
+    procs[1].communicate(timeout=60)
     assert procs[0].returncode == 1, err
-    assert time.monotonic() - t_kill < 60
+    assert time.monotonic() - t_kill < 180      # a limit only a hang reaches; the line below
+                                                # tells a lost node from the job's timeout
     line = err.strip().splitlines()[-1]
     assert "node 1 (" in line and "10.77.0.2; ranks 2–3) went away mid-run" in line, line
     for ns in lan.ns.values():

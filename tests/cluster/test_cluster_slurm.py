@@ -177,9 +177,10 @@ def test_a_node_killed_mid_job_ends_the_job_and_is_named(slurm, env):
         time.sleep(0.3)
     Lan.kill_all(slurm.lan.ns["pn1"])          # the node loses power: slurmd and the job
     t_kill = time.monotonic()
-    _, err = p.communicate(timeout=120)
+    _, err = p.communicate(timeout=240)
     assert p.returncode != 0
-    assert time.monotonic() - t_kill < 90
+    assert time.monotonic() - t_kill < 180      # a limit only a hang reaches; the line below
+                                                # tells a lost node from the job's timeout
     named = [ln for ln in err.splitlines() if ln.startswith("pplab: run failed")]
     assert named and "node 1 (pn1, 10.77.0.2; ranks 2–3) went away mid-run" in named[0], err
     _assert_clean(slurm, nodes=("pn0",))
