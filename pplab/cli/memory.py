@@ -26,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dp", type=int, default=1, help="data-parallel replicas (default: 1)")
     g.add_argument("--cp", type=int, default=1,
                    help="context-parallel ranks, each with s/CP of every sequence (default: 1)")
+    g.add_argument("--ep", type=int, default=1,
+                   help="expert-parallel ranks among the DP·CP ones, each with experts/EP of "
+                        "every MoE layer's routed experts (default: 1)")
     g.add_argument("--gpus", type=int, default=None,
                    help="total GPUs, must equal TP×PP×DP (default: TP×PP×DP)")
     g.add_argument("--zero", type=int, default=0, choices=range(4), metavar="{0,1,2,3}",
@@ -76,7 +79,7 @@ def main(a) -> int:
                          a.schedule, a.V, a.gpus, zero3_regather=a.zero3_regather,
                          zero2_reduce=a.zero2_reduce,
                          first_layers=a.first_layers, last_layers=a.last_layers, cp=a.cp,
-                         activations=a.activations)
+                         activations=a.activations, ep=a.ep)
     rep = memory_report(model, cfg)
     vol = comm_volumes(model, cfg, rep.schedule)
     est = estimate(model, cfg, hw)

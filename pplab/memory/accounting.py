@@ -57,14 +57,21 @@ def model_states_bytes(psi: float, dp: int = 1, zero: int = 0, bytes_param: floa
     return p, g, o
 
 
-def states_bytes(model: ModelSpec, psi: float, cfg: ParallelConfig
+def states_bytes(model: ModelSpec, psi: float, cfg: ParallelConfig, expert: float = 0.0
                  ) -> tuple[float, float, float]:
-    """``model_states_bytes`` for one rank of ``cfg`` (one layer is ZeRO-3's gather unit and
-    ZeRO-2's reduce unit)."""
-    return model_states_bytes(psi, cfg.shard, cfg.zero, cfg.bytes_param, cfg.bytes_grad,
-                              cfg.bytes_optim, cfg.zero3_regather,
-                              model.layer_params().per_rank(cfg.tp), cfg.zero2_reduce,
-                              cfg.microbatches)
+    """``model_states_bytes`` for one rank of ``cfg`` holding ``psi`` parameters, ``expert``
+    of them routed experts, which ZeRO shards over ``cfg.expert_shard`` instead (one layer
+    is ZeRO-3's gather unit and ZeRO-2's reduce unit)."""
+    unit = model.layer_params().per_rank(cfg.tp, cfg.ep)
+    rest = model_states_bytes(psi - expert, cfg.shard, cfg.zero, cfg.bytes_param,
+                              cfg.bytes_grad, cfg.bytes_optim, cfg.zero3_regather, unit,
+                              cfg.zero2_reduce, cfg.microbatches)
+    if not expert:
+        return rest
+    ex = model_states_bytes(expert, cfg.expert_shard, cfg.zero, cfg.bytes_param,
+                            cfg.bytes_grad, cfg.bytes_optim, cfg.zero3_regather, 0.0,
+                            cfg.zero2_reduce, cfg.microbatches)
+    return tuple(x + y for x, y in zip(rest, ex))
 
 
 def stage_param_split(model: ModelSpec, schedule: Schedule, stage: int, layers: range,
@@ -75,7 +82,7 @@ def stage_param_split(model: ModelSpec, schedule: Schedule, stage: int, layers: 
     (Megatron-LM does this and all-reduces the two gradients) unless the same rank also
     holds the first stage of that model copy, as in a V-shape placement.
     """
-    total = model.layer_params() * len(layers)
+    total = model.layers_params(layers)
     if schedule.is_first(stage):
         total = total + model.embedding_params()
     if schedule.is_last(stage):
@@ -99,6 +106,7 @@ class RankMemory:
     optimizer: float
     activations: float
     inflight: float              # peak microbatches alive, in rank-share units (stage equivalents)
+    experts_count: float = 0.0   # of params_count, the routed experts' (sharded by EP)
 
     @property
     def total(self) -> float:
@@ -135,15 +143,31 @@ class MemoryReport:
                 "peak_bytes": self.peak_bytes, "peak_rank": self.peak_rank}
 
 
-def layer_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None) -> float:
-    """Bytes one layer keeps for one microbatch, counted as ``cfg.activations`` says."""
+def layer_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None,
+                dense: bool = False) -> float:
+    """Bytes one layer keeps for one microbatch, counted as ``cfg.activations`` says
+    (``dense``: one of a MoE model's dense layers)."""
     full = seq or model.seq
     s, b, t = cfg.local_seq(full), cfg.microbatch, cfg.tp
+    if model.moe or model.mla:
+        return act.moe_layer_bytes(model, s, b, dense or model.moe is None, t, cfg.recompute,
+                                   cfg.activations == "fp8", full)
     if cfg.activations == "kept":
         return act.kept_layer_bytes(s, b, model.hidden, model.heads, model.kv * model.head_dim,
                                     model.ffn, t, cfg.sp, cfg.recompute, cfg.bytes_act, full)
     return act.layer_activation_bytes(s, b, model.hidden, model.heads, t, cfg.sp,
                                       cfg.recompute, cfg.bytes_act, full)
+
+
+def layer_units(model: ModelSpec, cfg: ParallelConfig, layers: range,
+                seq: int | None = None) -> float:
+    """The layers ``layers`` keep, in units of ``layer_bytes`` (their count, unless some are
+    a MoE model's smaller dense layers)."""
+    dense = sum(1 for i in layers if model.moe and model.is_dense(i))
+    if not dense:
+        return len(layers)
+    return len(layers) - dense + dense * layer_bytes(model, cfg, seq, True) / \
+        layer_bytes(model, cfg, seq)
 
 
 def end_extra_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None
@@ -163,7 +187,7 @@ def end_extra_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = Non
 def stage_activation_bytes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
                            stage: int, layers: range, seq: int | None = None) -> float:
     """Bytes one microbatch leaves alive on ``stage`` until its backward: layers + extras."""
-    out = len(layers) * layer_bytes(model, cfg, seq)
+    out = layer_units(model, cfg, layers, seq) * layer_bytes(model, cfg, seq)
     first, last = end_extra_bytes(model, cfg, seq)
     if schedule.is_first(stage):
         out += first
@@ -234,8 +258,9 @@ def memory_report(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule | No
         split = Split()
         for st in stages:
             split = split + stage_param_split(model, sched, st, ranges[st], stages)
-        psi = split.per_rank(cfg.tp)
-        p, g, o = states_bytes(model, psi, cfg)
+        psi = split.per_rank(cfg.tp, cfg.ep)
+        expert = split.expert / cfg.ep
+        p, g, o = states_bytes(model, psi, cfg, expert)
         report.per_rank.append(RankMemory(r, stages, sum(len(ranges[s]) for s in stages), psi,
-                                          p, g, o, act_peak[r], equiv[r]))
+                                          p, g, o, act_peak[r], equiv[r], expert))
     return report

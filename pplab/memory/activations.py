@@ -39,9 +39,53 @@ def layer_activation_bytes(s: int, b: int, h: int, a: int, t: int = 1, sp: bool 
 
 
 #: how a layer's kept activations are counted (``ParallelConfig.activations``): Korthikanti's
-#: Table 2 (a GPT layer: LayerNorm inputs, dropout masks, full-width K and V, a 4h GeLU MLP), or
-#: ``kept_layer_bytes``: the tensors this model's own layer leaves for its backward
-ACTIVATION_MODELS = ("korthikanti", "kept")
+#: Table 2 (a GPT layer: LayerNorm inputs, dropout masks, full-width K and V, a 4h GeLU MLP);
+#: ``"kept"``: the tensors this model's own layer leaves for its backward (``kept_layer_bytes``,
+#: ``moe_layer_bytes``); ``"fp8"``: DeepSeek-V3's recipe (``moe_layer_bytes``)
+ACTIVATION_MODELS = ("korthikanti", "kept", "fp8")
+
+
+def moe_layer_bytes(model, s: int, b: int, dense: bool, t: int = 1, recompute: str = "none",
+                    fp8: bool = False, keys: int | None = None) -> float:
+    """Bytes one layer of a model with latent attention or experts keeps for one microbatch.
+
+    ``fp8=False``: every tensor its backward needs, in bf16, nothing recomputed. MLA: the
+    norm output, both latents and their norm outputs, the rotary key, per-head Q, K, V and
+    the attention output. A MoE MLP: the norm output, the router's fp32 scores, each token's
+    ``top_k`` dispatched copies, their experts' gate, up and product, and the experts' outputs
+    (the combine's backward needs them to weight the gradient), plus the shared experts'
+    gate, up and product. ``fp8=True``: DeepSeek-V3's recipe (Technical Report §3.2.3,
+    §3.3.3): RMSNorms and MLA's up-projections recomputed (so the layer input, the query
+    latent, the KV latent and the rotary key are kept instead of Q, K, V and norm outputs),
+    the attention output kept in E5M6 (1.5 bytes), every other Linear input cached in FP8,
+    SwiGLU's inputs in FP8 with its output recomputed. The report does not say what the
+    combine's backward keeps; pplab assumes each expert scales its recomputed SwiGLU output by
+    the token's routing weight before the down projection, so the weight's gradient comes from
+    that recomputation and the experts' outputs (top_k·h BF16 values a token: 114,688 bytes
+    beside a DeepSeek-V3 MoE layer's 160,384) are not kept. Split over TP (with SP).
+    ``"none"`` adds the softmax output (2·a·s² per sequence); ``"full"`` keeps the layer
+    input only."""
+    h, a, k = model.hidden, model.heads, keys or s
+    if recompute == "full":
+        return s * b * 2 * h / t
+    m, x = model.mla, model.moe
+    if m is None:
+        kvd = model.kv * model.head_dim
+        attn = 2 * (3 * h + 2 * kvd)
+    elif fp8:
+        attn = 2 * h + 2 * m.q_rank + 2 * (m.kv_rank + m.rope_dim) + 1.5 * a * m.v_dim + 4 * a
+    else:
+        attn = (2 * h + 4 * m.q_rank + 2 * (2 * m.kv_rank + m.rope_dim)
+                + 4 * a * (m.nope_dim + m.rope_dim) + 4 * a * m.v_dim + 4 * a)
+    if dense:
+        mlp = 3 * h + 2 * model.ffn if fp8 else 2 * h + 6 * model.ffn
+    elif fp8:
+        mlp = 2 * h + 4 * x.experts + x.top_k * (h + 2 * x.ffn) + x.shared * (h + 2 * x.ffn)
+    else:
+        mlp = (2 * h + 4 * x.experts + x.top_k * (2 * h + 6 * x.ffn + 2 * h)
+               + x.shared * 6 * x.ffn)
+    per = attn + mlp + (2 * a * k if recompute == "none" else 0)
+    return s * b * per / t
 
 
 def kept_layer_bytes(s: int, b: int, h: int, a: int, kv_dim: int, ffn: int, t: int = 1,

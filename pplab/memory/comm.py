@@ -56,19 +56,22 @@ def ring_allreduce_sent(nbytes: float, k: int) -> float:
 
 def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
                  seq: int | None = None) -> dict[str, float]:
-    """Bytes sent per step by one GPU of the busiest rank on each axis: tp, pp, dp, and cp
-    under context parallelism (``cp_layer_bytes`` per layer and microbatch)."""
+    """Bytes sent per step by one GPU of the busiest rank on each axis: tp, pp, dp, cp
+    under context parallelism (``cp_layer_bytes`` per layer and microbatch) and ep under
+    expert parallelism (``ep_layer_bytes`` per MoE layer and microbatch)."""
     s, b, t = cfg.local_seq(seq or model.seq), cfg.microbatch, cfg.tp
     act = s * b * model.hidden * cfg.bytes_act
     ranges = cfg.stage_ranges(schedule, model.layers)
     per_mb = schedule.microbatches_per_copy
     n_ar = 4 + (2 if cfg.recompute == "full" else 0)
-    tp, pp, cp = [], [], []
+    tp, pp, cp, ep = [], [], [], []
     for r in range(schedule.P):
         stages = schedule.stages_of_rank(r)
         layers = sum(len(ranges[st]) for st in stages)
         tp.append(layers * per_mb * n_ar * ring_allreduce_sent(act, t))
         cp.append(layers * per_mb * cp_layer_bytes(model, cfg, seq))
+        moe = sum(1 for st in stages for i in ranges[st] if not model.is_dense(i))
+        ep.append(moe * per_mb * ep_layer_bytes(model, cfg, seq))
         hops = 0
         for st in stages:
             if not schedule.is_last(st) and schedule.stage_to_rank[st + 1] != r:
@@ -77,7 +80,8 @@ def comm_volumes(model: ModelSpec, cfg: ParallelConfig, schedule: Schedule,
                 hops += per_mb                                     # gradients backward
         pp.append(hops * act / t)
     dp = dp_volume(_max_params(model, cfg, schedule), cfg, per_mb)
-    return {"tp": max(tp), "pp": max(pp), "dp": dp} | ({"cp": max(cp)} if cfg.cp > 1 else {})
+    return ({"tp": max(tp), "pp": max(pp), "dp": dp} | ({"cp": max(cp)} if cfg.cp > 1 else {})
+            | ({"ep": max(ep)} if cfg.ep > 1 else {}))
 
 
 def cp_layer_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None) -> float:
@@ -91,6 +95,20 @@ def cp_layer_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None
     s = cfg.local_seq(seq or model.seq)
     kv = 2 * s * cfg.microbatch * model.kv * model.head_dim / cfg.tp * cfg.bytes_act
     return 3 * (cfg.cp - 1) * kv
+
+
+def ep_layer_bytes(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None) -> float:
+    """Bytes one GPU sends for one MoE layer and one microbatch under expert parallelism,
+    forward and backward: each of its s·b/TP tokens goes to ``top_k`` experts (dispatch) and
+    comes back (combine), the share (EP − 1)/EP to other ranks; the backward sends the
+    gradients the same ways. The dispatch in FP8 and the combine in BF16 with
+    ``activations="fp8"`` (DeepSeek-V3 §3.3.3), both at ``bytes_act`` otherwise."""
+    if cfg.ep == 1 or model.moe is None:
+        return 0.0
+    tokens = cfg.local_seq(seq or model.seq) * cfg.microbatch / cfg.tp
+    dispatch = 1 if cfg.activations == "fp8" else cfg.bytes_act
+    one_way = tokens * model.moe.top_k * model.hidden * (cfg.ep - 1) / cfg.ep
+    return 2 * one_way * (dispatch + cfg.bytes_act)
 
 
 def dp_volume(psi: float, cfg: ParallelConfig, passes: int | None = None) -> float:
@@ -142,8 +160,8 @@ def axis_bandwidths(cfg: ParallelConfig, net: Network) -> dict[str, float]:
     inside a node while the product of it and the axes inside it fits in one node, and
     shares the oversubscribed links above a pod once that product outgrows a pod."""
     n = net.gpus_per_node
-    inside = {"tp": cfg.tp, "cp": cfg.tp * cfg.cp, "dp": cfg.tp * cfg.cp * cfg.dp,
-              "pp": cfg.num_gpus}
+    inside = {"tp": cfg.tp, "cp": cfg.tp * cfg.cp, "ep": cfg.tp * cfg.cp * cfg.ep,
+              "dp": cfg.tp * cfg.cp * cfg.dp, "pp": cfg.num_gpus}
     above = net.inter_node / net.oversubscription
     return {k: net.intra_node if v <= n else
             above if net.pod_gpus and v > net.pod_gpus else net.inter_node

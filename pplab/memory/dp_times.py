@@ -13,9 +13,10 @@ from .rank_memory import rank_params, small_key
 
 
 def _rank_params(model, cfg) -> float:
-    """Parameters on one GPU of the rank that holds the most."""
-    return max(p for _, _, p in rank_params(model, cfg.tp, *small_key(cfg), cfg.first_layers,
-                                            cfg.last_layers))
+    """Parameters on one GPU of the rank that holds the most (its experts' gradients are
+    priced as if reduced over all of DP·CP, not DP·CP/EP: an overestimate)."""
+    return max(p for _, _, p, _ in rank_params(model, cfg.tp, *small_key(cfg),
+                                               cfg.first_layers, cfg.last_layers, cfg.ep))
 
 
 def zero3_times(model, cfg, bw_dp, tf, tb) -> dict:

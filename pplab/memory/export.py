@@ -63,6 +63,8 @@ def cannot_run(tool: str, model: ModelSpec, cfg: ParallelConfig) -> str | None:
     if tool == "torchtitan":
         if cfg.zero == 0 and cfg.dp > 1 and cfg.tp * cfg.pp * cfg.cp > 1:
             return "torchtitan's DDP (ZeRO-0) runs only without TP, CP and PP"
+        if cfg.ep > 1 and cfg.zero != 3:
+            return "torchtitan carves EP out of FSDP's shard degree: ZeRO-3 only"
         single = cfg.pp == 1 or torch_schedule_name(cfg.schedule) in SINGLE_STAGE
         if single != (V == 1):
             return f"torchtitan runs {cfg.schedule} with V = 1 only" if single else \
@@ -165,6 +167,8 @@ def torchtitan_toml(model: ModelSpec, cfg: ParallelConfig, seq: int) -> str:
     lines += [f"tensor_parallel_degree = {cfg.tp}",
               f"context_parallel_degree = {cfg.cp}",
               f"pipeline_parallel_degree = {cfg.pp}"]
+    if cfg.ep > 1:             # experts whole on each EP rank: no TP inside an expert
+        lines += [f"expert_parallel_degree = {cfg.ep}", "expert_tensor_parallel_degree = 1"]
     if cfg.pp > 1:
         stages = cfg.pp * stages_per_rank(cfg)
         lines += [f'pipeline_parallel_schedule = "{torch_schedule_name(cfg.schedule)}"',

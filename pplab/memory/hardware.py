@@ -40,6 +40,9 @@ GPUS: dict[str, GPU] = {
     "h100-80gb": GPU("H100 SXM 80 GB", 80e9, 989e12, 450e9, 50e9,
                      "NVIDIA H100 data sheet: 989 TFLOP/s BF16 dense, NVLink 900 GB/s both "
                      "ways; one 400 Gb/s NDR NIC per GPU (DGX H100)"),
+    "h800-80gb": GPU("H800 SXM 80 GB", 80e9, 989e12, 160e9, 50e9,
+                     "H100's compute and memory with NVLink cut for export; DeepSeek-V3 "
+                     "Technical Report §3.2.2: NVLink 160 GB/s, InfiniBand 50 GB/s per GPU"),
     "h200-141gb": GPU("H200 SXM 141 GB", 141e9, 989e12, 450e9, 50e9,
                       "NVIDIA H200 data sheet: 141 GB HBM3e, H100's compute and NVLink"),
     "mi300x-192gb": GPU("MI300X 192 GB", 192e9, 1307e12, 448e9, 50e9,

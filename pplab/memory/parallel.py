@@ -54,8 +54,13 @@ class ParallelConfig:
     keeps the parameters whole like a DP replica, so gradients are reduced and ZeRO shards
     over DP·CP (``shard``), as Megatron-LM and torchtitan do.
     ``activations`` says how a layer's kept activations are counted: ``"korthikanti"``
-    (Korthikanti et al. 2022, Table 2: a GPT layer) or ``"kept"`` (the tensors the model's
-    own layer leaves for its backward, ``activations.kept_layer_bytes``; Llama-style only).
+    (Korthikanti et al. 2022, Table 2: a GPT layer), ``"kept"`` (the tensors the model's
+    own layer leaves for its backward, ``activations.kept_layer_bytes``; Llama-style only) or
+    ``"fp8"`` (DeepSeek-V3's recipe, ``activations.moe_layer_bytes``).
+    ``ep`` is expert parallelism: the routed experts of every MoE layer spread over EP ranks
+    carved out of the DP·CP ranks (experts/EP whole experts each), so an expert's gradients
+    are reduced and its ZeRO shards split over DP·CP/EP (``expert_shard``); each MoE layer
+    sends every token to its experts and back, an all-to-all in the forward and the backward.
     """
     tp: int = 1
     pp: int = 1
@@ -78,6 +83,12 @@ class ParallelConfig:
     last_layers: int | None = None
     cp: int = 1
     activations: str = "korthikanti"
+    ep: int = 1
+
+    @property
+    def expert_shard(self) -> int:
+        """The ranks holding the same experts: DP·CP ÷ EP."""
+        return self.shard // self.ep
 
     @property
     def num_gpus(self) -> int:
@@ -122,9 +133,23 @@ class ParallelConfig:
         if self.activations not in ACTIVATION_MODELS:
             raise ValueError(f"activations must be one of {', '.join(ACTIVATION_MODELS)}, "
                              f"got {self.activations!r}")
-        if self.activations == "kept" and model.arch != "llama":
-            raise ValueError(f"activations='kept' counts a Llama-style layer (RMSNorm, GQA, "
-                             f"SwiGLU); {model.name} is {model.arch!r}: use 'korthikanti'")
+        if self.activations != "korthikanti" and model.arch != "llama":
+            raise ValueError(f"activations={self.activations!r} counts a Llama-style layer "
+                             f"(RMSNorm, GQA, SwiGLU); {model.name} is {model.arch!r}: use "
+                             "'korthikanti'")
+        if self.activations == "korthikanti" and (model.moe or model.mla):
+            raise ValueError(f"Korthikanti's count is a GPT layer's; {model.name} has experts "
+                             "or latent attention: use activations 'kept' or 'fp8'")
+        if self.activations == "fp8" and not (model.moe or model.mla):
+            raise ValueError("activations='fp8' is DeepSeek-V3's recipe for a model with "
+                             "experts or latent attention; use 'kept'")
+        if self.ep < 1 or self.shard % self.ep:
+            raise ValueError(f"EP={self.ep} must divide DP·CP = {self.shard}: expert-parallel "
+                             "ranks are carved out of the data-parallel ones")
+        if self.ep > 1 and (model.moe is None or model.moe.experts % self.ep):
+            experts = model.moe.experts if model.moe else 0
+            raise ValueError(f"EP={self.ep} needs a MoE model whose experts it divides; "
+                             f"{model.name} has {experts}")
         if self.recompute not in RECOMPUTE:
             raise ValueError(f"recompute must be one of {', '.join(RECOMPUTE)}, "
                              f"got {self.recompute!r}")

@@ -29,7 +29,7 @@ from functools import lru_cache
 
 from ..registry import SPECS, names, spec
 from ..partition import stage_layers
-from .comm import Network, axis_bandwidths, cp_layer_bytes, zero12_scatters
+from .comm import Network, axis_bandwidths, cp_layer_bytes, ep_layer_bytes, zero12_scatters
 from .dp_times import zero12_times, zero3_times
 from .extrapolate import cached_schedule, makespan_unit
 from .rank_memory import fast_memory, small_key
@@ -41,6 +41,8 @@ from .units import fmt_bytes, fmt_seconds
 
 SPLIT_BACKWARD = set(names(split_backward=True))
 PERIOD_2 = {s.name for s in SPECS if s.planner and s.planner.period_2}
+#: schedules that overlap one microbatch's all-to-alls with another's compute
+EP_OVERLAP = ("dualpipev",)
 
 
 @dataclass
@@ -143,11 +145,12 @@ def _stage_scale(model: ModelSpec, name, P, M, V, first, last, seq) -> tuple | N
     sch = cached_schedule(name, P, M, V)
     ranges = stage_layers(sch, model.layers, first, last)
     s = seq or model.seq
-    layer = 2 * model.layer_params().total + 4 * model.hidden * s
+    attn = model.attention_flops(s)
+    layer = [2 * model.active_layer_params(i) + attn for i in range(model.layers)]
     head = 2 * model.vocab * model.hidden
-    mean = (model.layers * layer + head) / sch.stages_per_copy
-    out = tuple(_fine((len(ranges[st]) * layer + (head if sch.is_last(st) else 0)) / mean)
-                for st in range(sch.num_stages))
+    mean = (sum(layer) + head) / sch.stages_per_copy
+    out = tuple(_fine((sum(layer[i] for i in ranges[st]) + (head if sch.is_last(st) else 0))
+                      / mean) for st in range(sch.num_stages))
     return None if len(set(out)) == 1 else out
 
 
@@ -178,6 +181,14 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     ring = cp_layer_bytes(model, cfg, seq) / bw["cp"] + 3 * (cfg.cp - 1) * lat   # CP, F+B
     # TP (and CP) traffic stretches every op
     scale = 1 + (n_ar * layers_per_rank * ar + layers_per_rank * ring) / (tf + tb)
+    # EP's all-to-alls too, except where the schedule pairs one microbatch's forward with
+    # another's backward and runs each one's all-to-alls under the other's compute
+    # (DualPipe, DeepSeek-V3 §3.2.1): there an op lasts the longer of the two
+    moe_layers = (model.layers - model.moe.dense_layers) / cfg.pp if model.moe else 0.0
+    a2a = moe_layers * (ep_layer_bytes(model, cfg, seq) / bw["ep"]
+                        + (4 * (cfg.ep - 1) * lat if cfg.ep > 1 else 0.0))
+    scale = max(scale, a2a / (tf + tb)) if cfg.schedule in EP_OVERLAP else \
+        scale + a2a / (tf + tb)
     tf_all, tb_all = tf * scale, tb * scale
     p2p = act / t / bw["pp"] + lat if cfg.pp > 1 else 0.0
     key = small_key(cfg)
@@ -416,7 +427,7 @@ def _peak(model, rep0, cfg) -> tuple[float, int]:
     """(peak bytes, its rank) for ``cfg``: ``rep0``'s activations plus cfg's model states."""
     peak, rank = 0.0, 0
     for rm in rep0.per_rank:
-        pb, gb_, ob = states_bytes(model, rm.params_count, cfg)
+        pb, gb_, ob = states_bytes(model, rm.params_count, cfg, rm.experts_count)
         tot = pb + gb_ + ob + rm.activations
         if tot > peak:
             peak, rank = tot, rm.rank
@@ -440,8 +451,8 @@ def _same_traffic(cfg: ParallelConfig) -> ParallelConfig:
 LEAVES_OUT = (
     "kernel efficiency is one number (--efficiency); no per-kernel or small-matrix slowdown",
     "the LM head is timed on the last stage, the embedding's lookup is not",
-    "communication never overlaps compute except the DP reduce behind the last backward "
-    "and ZeRO-3's prefetched gathers",
+    "communication never overlaps compute except the DP reduce behind the last backward, "
+    "ZeRO-3's prefetched gathers and EP's all-to-alls under DualPipeV",
     "no congestion: each axis gets its link bandwidth alone (above a pod, the oversubscribed "
     "share when the network names one); latency per message only where the network gives "
     "one, and never on the DP collectives",

@@ -1,7 +1,7 @@
 """Named models. Every number here comes from the source named next to it."""
 from __future__ import annotations
 
-from .model_spec import ModelSpec
+from .model_spec import MLA, ModelSpec, MoE
 
 # The course's runtime model (pplab.runtime builds exactly this): GPT-2 style, untied head
 # without bias, trained in float32 with microbatches of 2 sequences.
@@ -32,6 +32,18 @@ PRESETS: dict[str, ModelSpec] = {
     # d_ff = 4·d_model, context 2048; GPT-2 BPE vocabulary of 50,257; tied embeddings.
     "gpt3-175b": ModelSpec("gpt3-175b", layers=96, hidden=12288, heads=96, ffn=4 * 12288,
                            vocab=50257, seq=2048, tied_embeddings=True, arch="gpt"),
+    # DeepSeek-V3 Technical Report (arXiv 2412.19437) §4.2 and the released config.json of
+    # deepseek-ai/DeepSeek-V3: 61 layers, hidden 7168, 128 heads; MLA with query latent 1536,
+    # KV latent 512, 128 + 64 (rotary) query/key and 128 value dimensions per head; the first
+    # 3 layers dense (FFN 18432), the rest 1 shared + 256 routed experts of width 2048, 8 per
+    # token; vocabulary 129,280, untied head; pre-training sequences of 4K. The multi-token
+    # prediction module (one more layer, §2.2) is not counted: 671B parameters as the report's
+    # main model.
+    "deepseek-v3": ModelSpec("deepseek-v3", layers=61, hidden=7168, heads=128, ffn=18432,
+                             vocab=129280, seq=4096, tied_embeddings=False, arch="llama",
+                             moe=MoE(experts=256, top_k=8, ffn=2048, shared=1, dense_layers=3),
+                             mla=MLA(q_rank=1536, kv_rank=512, nope_dim=128, rope_dim=64,
+                                     v_dim=128)),
 }
 
 

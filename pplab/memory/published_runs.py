@@ -6,7 +6,7 @@ in docs/memory.md ("Published runs") is ``markdown()``; a test regenerates and c
 Sources: Megatron-LM Table 1 (Narayanan et al. 2021, "Efficient Large-Scale Language Model
 Training on GPU Clusters Using Megatron-LM"; ``megatron_table1``), "The Llama 3 Herd of
 Models" Table 4 (``published_run``), the DeepSeek-V3 Technical Report §3.2 (arXiv
-2412.19437: 2,048 H800 GPUs, PP16, EP64 over 8 nodes, ZeRO-1 DP, DualPipe).
+2412.19437; ``deepseek_layout``).
 """
 from __future__ import annotations
 
@@ -14,16 +14,54 @@ from . import megatron_table1 as mt
 from . import published_run as pr
 import math
 
-from .hardware import Hardware
+from .hardware import Hardware, hardware
 from .parallel import ParallelConfig
 from .planner import estimate, plan, rank_among, sized
 from .presets import get_preset
 
-#: what pplab's models do not have yet, for the runs that need it
-NOT_EXPRESSIBLE = {
-    "DeepSeek-V3 671B, 2,048 H800": "mixture-of-experts layers, expert parallelism (EP64) "
-                                    "and multi-head latent attention are not modelled",
-}
+#: DeepSeek-V3 Technical Report (arXiv 2412.19437): 2,048 H800 GPUs, 8 a node (§3.1), NVLink
+#: at 160 GB/s and InfiniBand at 50 GB/s per GPU (§3.2.2); 16-way PP, 64-way EP over 8 nodes
+#: and ZeRO-1 DP, no TP (§3.2), DualPipe (§3.2.1); sequences of 4K and, after the ramp, a batch
+#: of 15,360 sequences (§4.2); AdamW moments in BF16, master weights and accumulated gradients
+#: in FP32 (§3.3.3): 2 + 4 + 8 bytes per parameter; activations by its recipe (``"fp8"``:
+#: §3.2.3, §3.3.3). Not printed: the microbatch (one sequence here, so M = 15,360 ÷ DP 128 =
+#: 120). pplab runs DualPipe as DualPipeV (the V-shape placement: one copy of the parameters,
+#: where DualPipe keeps two) and leaves out the multi-token-prediction module.
+DEEPSEEK_GPUS, DEEPSEEK_BATCH, DEEPSEEK_DP = 2048, 15360, 128
+H800 = hardware("h800-80gb")
+#: "training DeepSeek-V3 on each trillion tokens requires only 180K H800 GPU hours" (§1)
+DEEPSEEK_TOKENS_PER_GPU_S = 1e12 / (180e3 * 3600)
+DEEPSEEK = "DeepSeek-V3 671B, 2,048 H800"
+
+
+def deepseek_layout():
+    """(model, ParallelConfig) of DeepSeek-V3's pre-training layout as the report states it."""
+    model = get_preset("deepseek-v3")
+    cfg = ParallelConfig(tp=1, pp=16, dp=DEEPSEEK_DP, zero=1, recompute="selective",
+                         microbatches=DEEPSEEK_BATCH // DEEPSEEK_DP, schedule="dualpipev",
+                         ep=64, bytes_grad=4, bytes_optim=8, activations="fp8")
+    cfg.validate(model)
+    return model, cfg
+
+
+def deepseek_ratio(efficiency: float) -> float:
+    """pplab's predicted ÷ the published tokens per GPU-second at ``efficiency``."""
+    model, cfg = deepseek_layout()
+    hw = Hardware(memory=H800.memory, efficiency=efficiency, network=H800.network)
+    step = estimate(model, cfg, hw)["step_time"]
+    tokens = cfg.microbatches * cfg.microbatch * cfg.dp * model.seq
+    return tokens / (step * cfg.num_gpus) / DEEPSEEK_TOKENS_PER_GPU_S
+
+
+def _deepseek(eff: float) -> dict:
+    model, cfg = deepseek_layout()
+    mine, _ = sized(model, cfg, H800)
+    return {"run": DEEPSEEK, "source": "DeepSeek-V3 Technical Report, §3.2, §4.2",
+            "layout": "PP=16 EP=64 DP=128 ZeRO-1 DualPipe", "expressible": True,
+            "peak_gb": mine.peak_bytes / 1e9, "fits": mine.feasible, "rank": None,
+            "of": "not ranked: the planner searches neither EP nor uneven stages of its own",
+            "ratio": deepseek_ratio(0.4), "efficiency": 0.4, "fitted": deepseek_ratio(eff),
+            "held_out": True}
 
 
 #: Llama 3 405B as it ran, where ``published_run.layout``'s defaults (lesson 14 takes them
@@ -120,10 +158,7 @@ def rows() -> list[dict]:
     out = [(_megatron(r) if isinstance(r, mt.Row) else _llama(r)) |
            {"fitted": throughput_ratio(r, eff), "held_out": _name(r) not in FIT_ON}
            for r in _runs()]
-    for run, why in NOT_EXPRESSIBLE.items():
-        out.append({"run": run, "source": "DeepSeek-V3 Technical Report, §3.2",
-                    "layout": "PP=16 EP=64 ZeRO-1 DualPipe", "expressible": False, "why": why})
-    return out
+    return out + [_deepseek(eff)]
 
 
 def markdown() -> str:
@@ -133,13 +168,10 @@ def markdown() -> str:
             f"the same at the fitted {eff:.1%}")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for d in rows():
-        if not d["expressible"]:
-            cells = (d["run"], d["source"], d["layout"], f"no: {d['why']}", "–", "–", "–", "–")
-        else:
-            cells = (d["run"], d["source"], d["layout"], "yes",
-                     f"{d['peak_gb']:.1f} GB ({'yes' if d['fits'] else 'no'})",
-                     f"{d['rank']} of {d['of']}",
-                     f"{d['ratio']:.2f} (efficiency {d['efficiency']:.0%})",
-                     f"{d['fitted']:.2f} ({'held out' if d['held_out'] else 'fitted on'})")
+        cells = (d["run"], d["source"], d["layout"], "yes",
+                 f"{d['peak_gb']:.1f} GB ({'yes' if d['fits'] else 'no'})",
+                 f"{d['rank']} of {d['of']}" if d["rank"] else d["of"],
+                 f"{d['ratio']:.2f} (efficiency {d['efficiency']:.0%})",
+                 f"{d['fitted']:.2f} ({'held out' if d['held_out'] else 'fitted on'})")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -17,16 +17,19 @@ def small_key(cfg):
 
 
 @lru_cache(maxsize=4096)
-def _alive_states(name, P, M, V, layers, first=None, last=None) -> tuple:
+def _alive_states(name, P, M, V, layers, first=None, last=None, units=None) -> tuple:
     """Per rank, the distinct (layers alive, first-stage chunks alive, last-stage chunks alive,
     layers with a pending W, last-stage chunks with a pending W) seen along its run order. Any
     per-layer and per-extra byte sizes then give the peak as the max of a dot product, without
-    walking the schedule again (peaks come only after a forward: I and W only shrink)."""
+    walking the schedule again (peaks come only after a forward: I and W only shrink).
+    ``units``: per stage, its layers in units of one layer's bytes when they differ (a MoE
+    model's dense layers); None: their count."""
     sch = cached_schedule(name, P, M, V)
     rg = stage_layers(sch, layers, first, last)
-    dst = [(len(rg[st]), int(sch.is_first(st)), int(sch.is_last(st)), 0, 0)
+    n = [len(rg[st]) if units is None else units[st] for st in range(sch.num_stages)]
+    dst = [(n[st], int(sch.is_first(st)), int(sch.is_last(st)), 0, 0)
            for st in range(sch.num_stages)]
-    pend = [(0, 0, 0, len(rg[st]), int(sch.is_last(st))) for st in range(sch.num_stages)]
+    pend = [(0, 0, 0, n[st], int(sch.is_last(st))) for st in range(sch.num_stages)]
     out = []
     for ops in sch.ranks:
         alive, waiting, cur, seen = set(), set(), [0] * 5, set()
@@ -63,23 +66,37 @@ def _activation_peaks(model, cfg, M, seq):
          min(layer, act.layer_w_pending_bytes(s, b, model.hidden, t, cfg.sp, cfg.bytes_act)),
          min(last, act.last_stage_w_pending_bytes(s, b, model.hidden, model.vocab, t, cfg.sp,
                                                   cfg.bytes_act)))
+    units = None
+    if model.moe:
+        from .accounting import layer_units
+        sch = cached_schedule(cfg.schedule, cfg.pp, M, cfg.virtual)
+        units = tuple(_units_fine(layer_units(model, cfg, r, seq))
+                      for r in stage_layers(sch, model.layers, cfg.first_layers,
+                                            cfg.last_layers))
     states = _alive_states(cfg.schedule, cfg.pp, M, cfg.virtual, model.layers, cfg.first_layers,
-                           cfg.last_layers)
+                           cfg.last_layers, units)
     return [max(sum(x * y for x, y in zip(st, w)) for st in rank) for rank in states]
 
 
+def _units_fine(x: float) -> float:
+    return float(f"{x:.9g}")
+
+
 @lru_cache(maxsize=4096)
-def rank_params(model: ModelSpec, t: int, name, P, M, V, first=None, last=None) -> tuple:
-    """Per rank: (stages, layers, parameters on one GPU before ZeRO) — cached per schedule."""
+def rank_params(model: ModelSpec, t: int, name, P, M, V, first=None, last=None,
+                ep: int = 1) -> tuple:
+    """Per rank: (stages, layers, parameters on one GPU before ZeRO, of them routed
+    experts) — cached per schedule."""
     from .accounting import stage_param_split
     sch = cached_schedule(name, P, M, V)
     rg = stage_layers(sch, model.layers, first, last)
     out = []
     for r in range(sch.P):
         stages = sch.stages_of_rank(r)
-        psi = sum((stage_param_split(model, sch, st, rg[st], stages).per_rank(t)
-                   for st in stages), 0.0)
-        out.append((tuple(stages), sum(len(rg[st]) for st in stages), psi))
+        splits = [stage_param_split(model, sch, st, rg[st], stages) for st in stages]
+        psi = sum((sp.per_rank(t, ep) for sp in splits), 0.0)
+        out.append((tuple(stages), sum(len(rg[st]) for st in stages), psi,
+                    sum(sp.expert for sp in splits) / ep))
     return tuple(out)
 
 
@@ -110,8 +127,9 @@ def fast_memory(model: ModelSpec, cfg: ParallelConfig, seq: int | None = None):
         f = (cfg.microbatches - red[0]) / (red[1] - red[0])
         peaks = [x + f * (y - x) for x, y in zip(a, b)]
     rep = MemoryReport(model, cfg, cached_schedule(*key))
-    params = rank_params(model, cfg.tp, *key, cfg.first_layers, cfg.last_layers)
-    for r, ((stages, nl, psi), pk, eq) in enumerate(zip(params, peaks, _equivalents(*key))):
-        p, g, o = states_bytes(model, psi, cfg)
-        rep.per_rank.append(RankMemory(r, list(stages), nl, psi, p, g, o, pk, eq))
+    params = rank_params(model, cfg.tp, *key, cfg.first_layers, cfg.last_layers, cfg.ep)
+    for r, ((stages, nl, psi, ex), pk, eq) in enumerate(zip(params, peaks,
+                                                             _equivalents(*key))):
+        p, g, o = states_bytes(model, psi, cfg, ex)
+        rep.per_rank.append(RankMemory(r, list(stages), nl, psi, p, g, o, pk, eq, ex))
     return rep

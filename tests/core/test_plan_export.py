@@ -339,3 +339,54 @@ def test_torchtitan_local_batch_is_one_forward():
     assert (par["pipeline_parallel_first_stage_less_layers"],
             par["pipeline_parallel_last_stage_less_layers"],
             par["pipeline_parallel_layers_per_stage"]) == (1, 1, 8)
+
+
+def _titan_parallel_dims(root: pathlib.Path):
+    """torchtitan's own ``ParallelDims`` (its checks run when it is built), loaded from its
+    installed source without the ``torchtitan.distributed`` package (which imports the
+    training stack)."""
+    spec = importlib.util.spec_from_file_location("titan_parallel_dims",
+                                                  root / "distributed" / "parallel_dims.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ParallelDims
+
+
+def test_deepseek_v3_as_run_is_refused_by_torchtitan_for_its_zero1():
+    from pplab.memory.published_runs import deepseek_layout
+    model, cfg = deepseek_layout()
+    assert "no ZeRO-1/2" in cannot_run("torchtitan", model, cfg)
+    assert "ZeRO-3 only" in cannot_run("torchtitan", model, cfg.with_(zero=0, pp=1, dp=2048))
+    assert "no dualpipev" in cannot_run("megatron", model, cfg)
+
+
+@pytest.mark.slow
+def test_torchtitan_reads_back_deepseek_v3_with_fsdp_for_zero1(tmp_path):
+    """DeepSeek-V3's layout with torchtitan's nearest to ZeRO-1 (FSDP keeping the parameters
+    gathered): EP 64 carved out of the FSDP degree, DualPipeV over 61 layers in 32 stages."""
+    from pplab.memory.published_runs import deepseek_layout
+    root, ConfigManager = _torchtitan()
+    model, cfg = deepseek_layout()
+    cfg = cfg.with_(zero=3, zero3_regather="per_step")
+    path = tmp_path / "plan.toml"
+    path.write_text(torchtitan_toml(model, cfg, model.seq))
+    job = ConfigManager().parse_args(["--job.config_file", str(path)])
+    par = job.parallelism
+    assert (par.expert_parallel_degree, par.expert_tensor_parallel_degree) == (64, 1)
+    assert (par.pipeline_parallel_degree, par.pipeline_parallel_schedule) == (16, "DualPipeV")
+    assert job.training.global_batch_size == 15360 and job.training.seq_len == 4096
+    dims = _titan_parallel_dims(root)(
+        dp_replicate=par.data_parallel_replicate_degree, dp_shard=par.data_parallel_shard_degree,
+        cp=par.context_parallel_degree, tp=par.tensor_parallel_degree,
+        pp=par.pipeline_parallel_degree, ep=par.expert_parallel_degree,
+        etp=par.expert_tensor_parallel_degree, world_size=cfg.num_gpus)
+    assert dims.dp_shard * dims.cp % dims.ep == 0      # EP's ranks come out of FSDP's
+    lead, tail = par.pipeline_parallel_first_stage_less_layers, \
+        par.pipeline_parallel_last_stage_less_layers
+    parts = _titan_split(root)(2 * cfg.pp, model.layers, lead, tail)
+    ours = stage_layers(cfg.make_schedule(), model.layers, cfg.first_layers, cfg.last_layers)
+    assert [sum(m.startswith("layers.") for m in part) for part in parts] == \
+        [len(r) for r in ours]
+    with pytest.raises(AssertionError, match="Invalid parallel dims"):
+        _titan_parallel_dims(root)(dp_replicate=1, dp_shard=100, cp=1, tp=1, pp=16, ep=64,
+                                   etp=1, world_size=cfg.num_gpus)

@@ -15,9 +15,11 @@ def test_docs_table_is_regenerated_from_the_models():
     assert table.group(1) == published_runs.markdown()
 
 
-def test_the_runs_pplab_cannot_state_say_why():
-    assert "DeepSeek-V3 671B, 2,048 H800" in published_runs.NOT_EXPRESSIBLE
-    assert "expert parallelism" in published_runs.NOT_EXPRESSIBLE["DeepSeek-V3 671B, 2,048 H800"]
+def test_deepseek_v3_is_stated_as_the_report_runs_it():
+    model, cfg = published_runs.deepseek_layout()
+    assert (cfg.tp, cfg.pp, cfg.ep, cfg.dp, cfg.zero, cfg.schedule) == \
+        (1, 16, 64, 128, 1, "dualpipev")
+    assert cfg.num_gpus == 2048 and cfg.microbatches * cfg.dp == 15360 and model.seq == 4096
 
 
 def test_llama3_cp_row_is_stated_like_the_others():
