@@ -10,8 +10,8 @@ from __future__ import annotations
 from ..memory import ParallelConfig, PRESETS, get_preset, memory_report
 from ..memory.activations import layer_activation_bytes
 from ..memory.parallel import RECOMPUTE
-from ..scene import (AXIS_COLORS, PART_COLORS, RECOMPUTE_COLORS, bars_panel, line, lines_panel,
-                     memory_panel, scene)
+from ..scene import memory_panel, scene
+from ..scene.memory import comm_volumes_panel, fsdp_scene, plan_panel, recompute_scene
 from .base import build_canvas
 from .menus import menu
 
@@ -87,27 +87,7 @@ def render_fsdp(preset="llama3-8b", dp=8, phase="forward", layer=0, prefetch="of
     msg = (f"step {fr['step']}: {fr['phase']} of layer {fr['layer']}; gathered layers "
            f"{fr['full']}; bf16 parameters resident {fr['resident'] / GB:.2f} GB (peak "
            f"{peak / GB:.2f} GB) vs {model.num_params() * 2 / GB:.1f} GB unsharded")
-    return _fsdp_scene(frames, step, layer_b, int(dp)), msg
-
-
-def _fsdp_scene(frames, step: int, layer_b: float, dp: int) -> dict:
-    """Which layers are gathered at ``step``, and parameter bytes resident over all steps."""
-    fr, L = frames[step], len(frames) // 2
-    gathered = layer_b * (1 - 1 / dp) / GB
-    other = [gathered if i in fr["full"] and i != fr["layer"] else 0.0 for i in range(L)]
-    now = [gathered if i == fr["layer"] else 0.0 for i in range(L)]
-    shard = [layer_b / dp / GB] * L
-    top = bars_panel(range(L), [("own shard (1/N_d)", PART_COLORS["params"], shard),
-                                ("gathered, then freed", "#56B4E9", other),
-                                (f"gathered, computing ({fr['phase']})", "#000000", now)],
-                     f"step {step}: {fr['phase']} of layer {fr['layer']}, resident parameters "
-                     f"{fr['resident'] / GB:.2f} GB", "GB / layer", "layer", totals=False)
-    res = [(k, f["resident"] / GB) for k, f in enumerate(frames)]
-    bottom = lines_panel([line("resident parameters (GB)", PART_COLORS["params"], res, step=True)],
-                         "forward (left of the grey line), then backward", "step (one layer each)",
-                         "GB resident",
-                         marks=[[step, "#000000", False], [L - 0.5, "#999999", True]])
-    return scene(top, bottom)
+    return fsdp_scene(frames, step, layer_b, int(dp)), msg
 
 
 def recompute_rows(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1):
@@ -137,13 +117,8 @@ def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1):
     msg = "; ".join(f"{rc}: {b / GB:.3g} GB/layer ({1 - b / none:.0%} less), +{f:.1%} FLOPs"
                     for rc, b, f in rows)
     msg = f"{model.name} s={model.seq} b={mbs} TP={tp} SP={sp}: " + msg
-    modes = [r[0] for r in rows]
-    return scene(bars_panel(modes, [("activations", PART_COLORS["activations"],
-                                     [r[1] / GB for r in rows])],
-                            f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}",
-                            "GB per layer per microbatch", "recomputation", fmt="{:.3f}"),
-                 bars_panel(modes, [("extra FLOPs", "#999999", [r[2] * 100 for r in rows])],
-                            "extra training FLOPs (%)", "%", "recomputation")), msg
+    return recompute_scene([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                           f"{model.name}, s={model.seq}, b={mbs}, TP={tp}, SP {sp}"), msg
 
 
 def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recompute="selective",
@@ -167,13 +142,8 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
     msg = (memory_summary(rep, hw.memory) + f"\nstep ≈ {est['step_time']:.2f} s (bubble "
            f"{est['bubble_fraction']:.1%}); per GPU per step TP {vols['tp'] / GB:.1f} GB, "
            f"PP {vols['pp'] / GB:.2f} GB, DP {vols['dp'] / GB:.1f} GB")
-    axes = [k for k in ("tp", "pp", "dp") if k in vols]
-    vol = bars_panel([k.upper() for k in axes],
-                     [(k.upper(), AXIS_COLORS[k], [vols[k] / GB if j == k else 0.0
-                                                   for j in axes]) for k in axes],
-                     "bytes sent per GPU per step", "GB", "parallel axis", fmt="{:.2f}")
     return scene(memory_panel(rep, hw.memory, f"TP={tp} PP={pp} DP={dp} ZeRO-{zero} "
-                              f"{schedule} M={M} {recompute}"), vol), msg
+                              f"{schedule} M={M} {recompute}"), comm_volumes_panel(vols)), msg
 
 
 def plan_table(cands, top: int = 8, infeasible: int = 6) -> str:
@@ -189,22 +159,6 @@ def plan_table(cands, top: int = 8, infeasible: int = 6) -> str:
     return "\n".join(lines)
 
 
-def _plan_panel(cands, gpu_memory: float, title: str) -> dict:
-    """Feasible layouts: step time vs peak memory by recomputation; misses as a rug."""
-    ok = [c for c in cands if c.feasible]
-    series = [line(f"fits, recompute={rc}", col,
-                   [(c.peak_bytes / GB, c.step_time) for c in ok if c.config.recompute == rc],
-                   line=False, marker="o")
-              for rc, col in RECOMPUTE_COLORS.items()]
-    bad = [c for c in cands if not c.feasible and c.peak_bytes > 0]
-    y = min((c.step_time for c in ok), default=0.0)
-    series.append(line("does not fit (its peak)", "#b71c1c",
-                       [(c.peak_bytes / GB, y) for c in bad], line=False, marker="|"))
-    return lines_panel([s for s in series if s["points"]], title,
-                       "peak GB on the fullest rank (log scale)", "estimated step time (s)",
-                       xlog=True, marks=[[gpu_memory / GB, "#000000", True]])
-
-
 def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int = 8):
     """The planner's ranking for a GPU budget, with reasons for the infeasible layouts."""
     from ..memory.planner import Hardware, plan
@@ -217,7 +171,7 @@ def render_plan(preset="llama3-70b", gpus=64, gpu_memory=80, seq=None, top: int 
         return None, str(e)
     msg = f"{model.name} (s={model.seq}) on {gpus} GPUs × {gpu_memory:g} GB\n" + plan_table(cands,
                                                                                          top)
-    return scene(_plan_panel(cands, gpu_memory * GB, f"{model.name} on {gpus} GPUs")), msg
+    return scene(plan_panel(cands, gpu_memory * GB, f"{model.name} on {gpus} GPUs")), msg
 
 
 # ---- canvases ---------------------------------------------------------------------------------

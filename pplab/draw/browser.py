@@ -1,7 +1,7 @@
 """``pplab.draw`` in a browser tab (JupyterLite has no matplotlib): the same function names
 return a picture drawn by the page from the same scene data (:mod:`pplab.scene`), so a
-lesson's ``draw_timeline(tl)`` works in both places. Figures with no scene form print one
-line saying where to see them."""
+lesson's ``draw_timeline(tl)`` works in both places. ``figure_png`` (no PNG without
+matplotlib) prints one line saying where to get one."""
 from __future__ import annotations
 
 from ..probe.env import browser_note
@@ -9,17 +9,17 @@ from ..memory.fsdp import fsdp_frames  # noqa: F401
 from ..scene import (GB, KIND_COLORS, PART_COLORS, PART_LABELS, bars_panel, bubble_curve_panel,
                      inflight_panel, inflight_steps_panel, memory_panel, peak_bars_panel, scene,
                      timeline_panel)
+from ..scene.memory import comm_volumes_panel, fsdp_scene, plan_panel, recompute_scene
 
 
 def _view(*panels):
-    from ..scene.view import SceneView
-    return SceneView(scene(*panels))
+    return scene_figure(scene(*panels))
 
 
-def scene_figure(scene):
+def scene_figure(picture: dict):
     """The scene drawn by the page (a canvas's ``render_*`` picture, shown once)."""
     from ..scene.view import SceneView
-    return SceneView(scene)
+    return SceneView(picture)
 
 
 def draw_timeline(timeline, overlay=None, title=None, metrics=True, **_):
@@ -71,6 +71,20 @@ def _absent(name):
     return draw
 
 
-draw_fsdp_step, draw_recompute = _absent("draw_fsdp_step"), _absent("draw_recompute")
-draw_comm_volumes, draw_plan = _absent("draw_comm_volumes"), _absent("draw_plan")
+def draw_fsdp_step(frames, step, layer_bytes, dp, ax=None, title=""):
+    return scene_figure(fsdp_scene(frames, step, layer_bytes, dp, title))
+
+
+def draw_recompute(modes, act_bytes, flops_overhead, ax=None, title=""):
+    return scene_figure(recompute_scene(modes, act_bytes, flops_overhead, title))
+
+
+def draw_comm_volumes(volumes, times=None, ax=None, title=""):
+    return _view(comm_volumes_panel(volumes, title or "bytes sent per GPU per step"))
+
+
+def draw_plan(cands, gpu_memory=80e9, ax=None, title="", top=3):
+    return _view(plan_panel(cands, gpu_memory, title))
+
+
 figure_png = _absent("figure_png")

@@ -1,8 +1,10 @@
 """Pictures of memory and communication: per-rank stacked bars, ZeRO stages, FSDP's
 gather → compute → free walk, activation memory vs recomputation, bytes per parallel axis.
 
-Like :mod:`pplab.draw`, every function builds a :class:`matplotlib.figure.Figure` directly (no
-pyplot state) and accepts an ``ax`` to draw into. Sizes are shown in GB = 10⁹ bytes.
+Each draws the scene the matching canvas shows (:mod:`pplab.scene`, :mod:`pplab.scene.memory`)
+with the panel drawers of :mod:`pplab.draw.scene_figure`: a
+:class:`matplotlib.figure.Figure` built without pyplot state; the one-panel ones accept an
+``ax`` to draw into. Sizes are shown in GB = 10⁹ bytes.
 Colours: Okabe–Ito (parameters blue, gradients orange, optimizer states green, activations
 vermillion), the GPU's memory as a dashed black line.
 """
@@ -10,14 +12,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 from matplotlib.figure import Figure
 
 from ..memory.fsdp import fsdp_frames  # noqa: F401  (re-exported: pure, used by canvases)
 from .figure import DisplayFigure
-from .scene_figure import draw_bars_panel
-from ..scene import (AXIS_COLORS, GB, PART_COLORS, PART_LABELS, RECOMPUTE_COLORS, bars_panel,
-                     memory_panel)
+from .scene_figure import draw_bars_panel, draw_lines_panel, scene_figure
+from ..scene import AXIS_COLORS, GB, PART_COLORS, PART_LABELS, bars_panel, memory_panel
+from ..scene.memory import comm_volumes_panel, fsdp_scene, plan_panel, recompute_scene
 
 
 def _fig_ax(ax, size):
@@ -70,131 +71,48 @@ def draw_zero_stages(psi: float, dp: int, gpu_memory: float | None = 80e9, ax=No
 def draw_fsdp_step(frames: list[dict], step: int, layer_bytes: float, dp: int,
                    ax=None, title: str = "") -> Figure:
     """Top: which layers are gathered at ``step`` (full bar) vs sharded (1/N_d). Bottom:
-    parameter bytes resident on one GPU over the whole forward + backward, step marked."""
-    if not 0 <= step < len(frames):
-        raise ValueError(f"step must be in 0..{len(frames) - 1}, got {step}")
-    fr = frames[step]
-    L = len(frames) // 2
-    fig = DisplayFigure(figsize=(9.5, 4.6))
-    top, bot = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1.2, 1]})
-    x = np.arange(L)
-    shard = np.full(L, layer_bytes / dp / GB)
-    full = np.zeros(L)
-    for i in fr["full"]:
-        full[i] = layer_bytes * (1 - 1 / dp) / GB
-    top.bar(x, shard, color=PART_COLORS["params"], width=0.8, label="own shard (1/N_d)")
-    top.bar(x, full, bottom=shard, color="#56B4E9", width=0.8, label="gathered, then freed")
-    top.bar([fr["layer"]], [layer_bytes / GB], fill=False, edgecolor="black", linewidth=1.5,
-            width=0.8, label=f"computing ({fr['phase']})")
-    top.set_ylim(0, layer_bytes / GB * 1.25)
-    top.set_ylabel("GB / layer", fontsize=8)
-    top.set_xlabel("layer", fontsize=8)
-    top.set_title(title or f"step {step}: {fr['phase']} of layer {fr['layer']}, "
-                  f"resident parameters {fr['resident'] / GB:.2f} GB", fontsize=9)
-    top.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    if L > 40:
-        top.set_xticks(x[::max(1, L // 16)])
-    res = [f["resident"] / GB for f in frames]
-    bot.step(range(len(res)), res, where="mid", color=PART_COLORS["params"])
-    bot.axvline(step, color="black", linewidth=1)
-    bot.axvline(L - 0.5, color="#999999", linestyle=":", linewidth=1)
-    bot.text(L / 2, max(res) * 1.02, "forward", ha="center", fontsize=7)
-    bot.text(1.5 * L, max(res) * 1.02, "backward", ha="center", fontsize=7)
-    bot.set_ylim(0, max(res) * 1.15)
-    bot.set_xlim(-0.5, len(res) - 0.5)
-    bot.set_ylabel("GB resident", fontsize=8)
-    bot.set_xlabel("step (one layer each)", fontsize=8)
-    fig.subplots_adjust(right=0.76, hspace=0.55, top=0.92, bottom=0.11)
-    return fig
+    parameter bytes resident on one GPU over the whole forward + backward, step marked
+    (the FSDP canvas's scene, :func:`pplab.scene.memory.fsdp_scene`)."""
+    return scene_figure(fsdp_scene(frames, step, layer_bytes, dp, title))
 
 
 def draw_recompute(modes: Sequence[str], act_bytes: Sequence[float],
                    flops_overhead: Sequence[float], ax=None, title: str = "") -> Figure:
-    """Two panels: activation bytes per layer and extra training FLOPs, per recompute mode."""
-    fig = DisplayFigure(figsize=(9, 3.2))
-    a1, a2 = fig.subplots(1, 2)
-    x = np.arange(len(modes))
-    vals = np.array(act_bytes) / GB
-    a1.bar(x, vals, color=PART_COLORS["activations"], width=0.6)
-    for xi, v in zip(x, vals):
-        a1.text(xi, v, f"{v:.3g}", ha="center", va="bottom", fontsize=7)
-    a1.set_xticks(x)
-    a1.set_xticklabels(modes, fontsize=8)
-    a1.set_ylabel("GB per layer per microbatch", fontsize=8)
-    a1.set_ylim(0, vals.max() * 1.2 if vals.max() > 0 else 1)
-    ov = np.array(flops_overhead) * 100
-    a2.bar(x, ov, color="#999999", width=0.6)
-    for xi, v in zip(x, ov):
-        a2.text(xi, v, f"+{v:.1f}%", ha="center", va="bottom", fontsize=7)
-    a2.set_xticks(x)
-    a2.set_xticklabels(modes, fontsize=8)
-    a2.set_ylabel("extra training FLOPs (%)", fontsize=8)
-    a2.set_ylim(0, max(ov.max() * 1.25, 1))
-    if title:
-        fig.suptitle(title, fontsize=9)
-    fig.subplots_adjust(wspace=0.35, top=0.85, bottom=0.12)
-    return fig
+    """Two panels: activation bytes per layer and extra training FLOPs, per recompute mode
+    (the recompute canvas's scene)."""
+    return scene_figure(recompute_scene(modes, act_bytes, flops_overhead, title))
 
 
 def draw_comm_volumes(volumes: dict, times: dict | None = None, ax=None,
                       title: str = "") -> Figure:
     """Bytes sent per GPU per step on each axis (and, if given, seconds at its bandwidth)."""
-    axes = [k for k in ("tp", "pp", "dp") if k in volumes]
-    if times is None:
-        fig, a1 = _fig_ax(ax, (4.5, 3))
-        panels = [(a1, volumes, "GB sent per GPU per step", GB)]
-    else:
-        fig = DisplayFigure(figsize=(8, 3))
-        a1, a2 = fig.subplots(1, 2)
-        panels = [(a1, volumes, "GB sent per GPU per step", GB),
-                  (a2, times, "seconds if not overlapped", 1.0)]
-    for a, d, lab, unit in panels:
-        vals = [d[k] / unit for k in axes]
-        a.bar(range(len(axes)), vals, color=[AXIS_COLORS[k] for k in axes], edgecolor="black",
-              linewidth=0.5)
-        for i, v in enumerate(vals):
-            a.text(i, v, f"{v:.3g}", ha="center", va="bottom", fontsize=7)
-        a.set_xticks(range(len(axes)))
-        a.set_xticklabels([k.upper() for k in axes])
-        a.set_ylabel(lab, fontsize=8)
-        a.set_ylim(0, max(vals + [1e-9]) * 1.25)
-    if title:
-        fig.suptitle(title, fontsize=9)
-    fig.subplots_adjust(wspace=0.4, top=0.84, bottom=0.12)
-    return fig
+    panels = [comm_volumes_panel(volumes, title or "bytes sent per GPU per step")]
+    if times is not None:
+        axes = [k for k in ("tp", "pp", "dp") if k in times]
+        panels.append(bars_panel([k.upper() for k in axes],
+                                 [(k.upper(), AXIS_COLORS[k],
+                                   [times[k] if j == k else 0.0 for j in axes]) for k in axes],
+                                 "seconds if not overlapped", "s", "parallel axis",
+                                 fmt="{:.3g}"))
+    if ax is not None and len(panels) == 1:
+        draw_bars_panel(ax, panels[0])
+        return ax.figure
+    return scene_figure({"panels": panels})
 
 
 def draw_plan(cands, gpu_memory: float = 80e9, ax=None, title: str = "", top: int = 3) -> Figure:
     """Feasible layouts: estimated step time vs peak memory, coloured by recomputation; the
-    fastest ``top`` numbered; layouts that do not fit as a rug at the bottom (their peak)."""
+    fastest ``top`` numbered; layouts that do not fit as a rug at their peak (the plan
+    canvas's panel, :func:`pplab.scene.memory.plan_panel`)."""
+    panel = plan_panel(cands, gpu_memory, title)
     fig, ax = _fig_ax(ax, (8.5, 3.8))
-    ok = [c for c in cands if c.feasible]
-    bad = [c for c in cands if not c.feasible and c.peak_bytes > 0]
-    times = [c.step_time for c in ok]
-    lo = min(times) * 0.9 if times else 0.0
-    hi = max(times) * 1.05 if times else 1.0
-    for rc, col in RECOMPUTE_COLORS.items():
-        sel = [c for c in ok if c.config.recompute == rc]
-        if sel:
-            ax.scatter([c.peak_bytes / GB for c in sel], [c.step_time for c in sel], s=10,
-                       color=col, label=f"fits, recompute={rc}")
-    if bad:
-        y = lo + 0.02 * (hi - lo)
-        ax.scatter([c.peak_bytes / GB for c in bad], [y] * len(bad), marker="|", s=60,
-                   color="#b71c1c", label="does not fit (its peak)")
-    for i, c in enumerate(ok[:top]):
+    draw_lines_panel(ax, panel)
+    for i, c in enumerate([c for c in cands if c.feasible][:top]):
         ax.annotate(f"#{i + 1}", (c.peak_bytes / GB, c.step_time), fontsize=7,
                     xytext=(-14, 6 + 8 * i), textcoords="offset points",
                     arrowprops={"arrowstyle": "-", "lw": 0.5})
-    ax.axvline(gpu_memory / GB, color="black", linestyle="--", linewidth=1)
-    ax.set_ylim(lo, hi)
-    ax.set_xlabel("peak GB on the fullest rank (log scale)")
-    ax.set_ylabel("estimated step time (s)")
-    ax.set_xscale("log")
-    if title:
-        ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    fig.subplots_adjust(bottom=0.15, right=0.72)
+    if fig.axes == [ax]:
+        fig.subplots_adjust(bottom=0.15, right=0.72)
     return fig
 
 

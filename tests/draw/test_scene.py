@@ -72,6 +72,25 @@ def test_memory_bars_match_the_scene():
     assert panel["limit"] == 80 and len(panel["labels"]) == 8
 
 
+def test_recompute_and_volume_figures_draw_the_canvas_bars():
+    """The exported recomputation and bytes-per-axis figures are the recompute and 3D
+    canvases' panels: the bar heights matplotlib drew are the scene's values."""
+    from pplab.draw.memory import draw_comm_volumes, draw_recompute
+    pic, _ = MW.render_recompute("gpt3-175b", 8, "on", 2048, 1)
+    model, rows = MW.recompute_rows("gpt3-175b", 8, "on", 2048, 1)
+    fig = draw_recompute(*zip(*rows), title=pic["panels"][0]["title"])
+    for ax, panel in zip(fig.axes, pic["panels"]):
+        want = [v for s in panel["series"] for v in s["values"]]
+        assert [p.get_height() for p in ax.patches] == pytest.approx(want)
+    assert fig.axes[0].get_title(loc="left") == pic["panels"][0]["title"]
+    layout, _ = MW.render_layout()
+    volumes = layout["panels"][1]
+    drawn = draw_comm_volumes({k.lower(): 1e9 * max(s["values"])
+                               for k, s in zip(volumes["labels"], volumes["series"])})
+    want = [v for s in volumes["series"] for v in s["values"]]
+    assert [p.get_height() for p in drawn.axes[0].patches] == pytest.approx(want)
+
+
 CANVAS_CASES = [
     (lambda: T.timeline_canvas("interleaved", 8, 32, 2),
      lambda: T.render("interleaved", 8, 32, 2)),
