@@ -1,6 +1,6 @@
 """The scene layer, below both ``pplab.draw`` (matplotlib) and ``pplab.canvases`` (widgets).
 
-``panels`` and ``bubble`` compute pictures as plain data (pure Python); ``view`` is the
+``panels``, ``bubble`` and ``memory`` compute pictures as plain data (pure Python); ``view`` is the
 browser widget that draws them (``scene.js``; it imports anywidget, so it is not imported
 here). Drawing and canvases both start from these panels, so the exported figure and the
 live picture show the same thing.
