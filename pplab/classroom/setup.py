@@ -21,6 +21,7 @@ import filecmp
 import os
 import pwd
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -196,15 +197,47 @@ def unreadable(path: Path) -> str | None:
     return None
 
 
-def warn_unreachable(s: Settings, say) -> None:
-    """Students' JupyterLab runs from the shared environment and reads the lessons: say so
-    where other accounts cannot reach them."""
-    python = os.path.realpath(f"{s.bin}/python")          # a venv's python links elsewhere
-    for what in (python, s.venv, s.lessons):
-        blocked = unreadable(Path(what))
+#: where a Python every account can run is commonly installed (Debian's, a make install's)
+SHARED_PYTHONS = ("/usr/bin", "/usr/local/bin", "/opt/python/bin")
+
+
+def shared_python(version: str) -> str | None:
+    """A Python ``version`` (e.g. "3.11") every account can run, if this machine has one."""
+    for folder in SHARED_PYTHONS:
+        python = Path(folder) / f"python{version}"
+        if python.exists() and unreadable(python) is None:
+            return str(python)
+    return None
+
+
+def check_reachable(s: Settings) -> None:
+    """The grader's formgrader and every student's JupyterLab run from the shared
+    environment and read the lessons: refuse, saying exactly what to do, where other
+    accounts cannot reach them. A virtual environment's ``python`` is a link to the
+    interpreter it was made from, so one made from a Python under ``/root`` (pyenv) is out
+    of their reach however open the environment's own folder is."""
+    python = os.path.realpath(f"{s.bin}/python")
+    blocked = unreadable(Path(python))
+    if blocked:
+        version = ".".join(map(str, sys.version_info[:2]))
+        shared = shared_python(version)
+        clone = Path(s.venv).parent
+        fix = (f"cd {clone} && rm -rf {Path(s.venv).name} && make .venv/.installed "
+               f"PYTHON={shared}" if shared else
+               f"install Python {version} where every account can run it (apt-get install "
+               f"python{version}), then in {clone}: rm -rf {Path(s.venv).name} && make "
+               f".venv/.installed PYTHON=/usr/bin/python{version}")
+        raise RuntimeError(f"the grader and the students cannot run {python}: {blocked} is "
+                           "closed to other accounts, and the environment's python is a link "
+                           f"to it. Make the environment from a Python they can run: {fix}; "
+                           "then run init again")
+    for what, path in (("the environment", s.venv), ("the lessons", s.lessons)):
+        blocked = unreadable(Path(path))
         if blocked:
-            say(f"warning: students cannot reach {what}: {blocked} is closed to others "
-                f"(chmod o+x {blocked}, or install the course elsewhere)")
+            raise RuntimeError(f"the grader and the students cannot reach {what} {path}: "
+                               f"{blocked} is closed to other accounts. Clone the course where "
+                               "every account can read it (e.g. /srv/pplab/course), make its "
+                               "environment there, and run init from it")
 
 
 def init(settings: Path = SYSTEM_PATH, values: dict[str, str] | None = None,
@@ -213,10 +246,10 @@ def init(settings: Path = SYSTEM_PATH, values: dict[str, str] | None = None,
         raise PermissionError("pplab classroom init makes Unix groups, the grader account and "
                               "the exchange: run it as root")
     s = write_settings(Path(settings), values or {}, say)
+    check_reachable(s)
     install_kit(s, say)
     make_accounts(s, say)
     make_exchange(s, say)
-    warn_unreachable(s, say)
     make_course(s, say)
     hide_source(s, say)
     say(f"ready: {s.course_id} for the Unix groups {s.students} (students) and "
@@ -225,9 +258,12 @@ def init(settings: Path = SYSTEM_PATH, values: dict[str, str] | None = None,
     return s
 
 
-def up(settings: Path = SYSTEM_PATH, say=print) -> None:
+def up(settings: Path = SYSTEM_PATH, say=print, ssl_cert: str | None = None,
+       ssl_key: str | None = None) -> None:
     """Start JupyterHub with the kit's configuration; it replaces this process (its logs on
-    stderr, Ctrl-C or SIGTERM stops it with every JupyterLab it started)."""
+    stderr, Ctrl-C or SIGTERM stops it with every JupyterLab it started). With ``ssl_cert``
+    and ``ssl_key`` (PEM files) the hub serves HTTPS only, so passwords never cross the
+    network in the clear."""
     s = Settings.read(Path(settings))
     config = Path(s.home) / "jupyterhub_config.py"
     if os.geteuid() != 0:
@@ -237,11 +273,65 @@ def up(settings: Path = SYSTEM_PATH, say=print) -> None:
     if shutil.which("configurable-http-proxy") is None:
         raise FileNotFoundError("JupyterHub's proxy is missing: npm install -g "
                                 "configurable-http-proxy")
+    tls = tls_args(ssl_cert, ssl_key)
+    check_ports(s)
     env = dict(os.environ, PPLAB_CLASSROOM=str(s.path),
                PATH=os.pathsep.join([s.bin, os.environ.get("PATH", "/usr/bin:/bin")]))
-    say(f"JupyterHub for {s.course_id} at http://{s.ip or '0.0.0.0'}:{s.port}/ "
-        f"({s.spawner} spawner, formgrader at /services/{s.course_id}/, idle servers stopped "
-        f"after {s.idle_timeout} s), state in {Path(s.home) / 'state'}")
+    say(f"JupyterHub for {s.course_id} at {'https' if tls else 'http'}://{s.ip or '0.0.0.0'}:"
+        f"{s.port}/ ({s.spawner} spawner, formgrader at /services/{s.course_id}/, idle "
+        f"servers stopped after {s.idle_timeout} s), state in {Path(s.home) / 'state'}")
     sys.stdout.flush()
     os.chdir(Path(s.home) / "state")
-    os.execve(f"{s.bin}/jupyterhub", ["jupyterhub", "-f", str(config)], env)
+    os.execve(f"{s.bin}/jupyterhub", ["jupyterhub", "-f", str(config), *tls], env)
+
+
+def tls_args(cert: str | None, key: str | None) -> list[str]:
+    """JupyterHub's options for HTTPS from a certificate and its key (both, or neither)."""
+    if not cert and not key:
+        return []
+    if not (cert and key):
+        raise RuntimeError("HTTPS needs both --ssl-cert and --ssl-key")
+    for what, path in (("certificate", cert), ("key", key)):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no TLS {what} at {path}")
+    return [f"--JupyterHub.ssl_cert={os.path.abspath(cert)}",
+            f"--JupyterHub.ssl_key={os.path.abspath(key)}"]
+
+
+def hub_ports(s: Settings) -> list[tuple[str, int, str, str]]:
+    """(address, port, what it is, the setting that moves it) of every port the hub takes."""
+    port = int(s.port)
+    return [(s.ip or "0.0.0.0", port, "the hub's address", "hub.port"),
+            (s.hub_ip or "127.0.0.1", port + 1, "the hub's API ([hub] port + 1)", "hub.port"),
+            ("127.0.0.1", port + 2, "the proxy's API ([hub] port + 2)", "hub.port"),
+            ("127.0.0.1", int(s.formgrader_port), "the formgrader", "hub.formgrader_port")]
+
+
+def check_ports(s: Settings) -> None:
+    """Refuse, naming the port and the setting that moves it, when another program (another
+    class's hub, a test's) holds one of this hub's ports. A proxy this class's previous hub
+    left running is not in the way: JupyterHub ends it (its pid file) before it starts."""
+    proxy_ports = {int(s.port), int(s.port) + 2} if previous_proxy(s) else set()
+    for address, port, what, key in hub_ports(s):
+        if port in proxy_ports:
+            continue
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((address, port))
+            except OSError as e:
+                raise RuntimeError(f"port {port} ({what}) on {address} is taken ({e.strerror}):"
+                                   " another program, or another class's hub, listens there; "
+                                   f"give this class another one (pplab classroom init --set "
+                                   f"{key}=...{', at least 3 away' if key == 'hub.port' else ''}"
+                                   ")") from None
+
+
+def previous_proxy(s: Settings) -> bool:
+    """Whether the proxy this class's last hub started still runs (its pid file)."""
+    try:
+        pid = int((Path(s.home) / "state" / "jupyterhub-proxy.pid").read_text().strip())
+        return b"configurable-http-proxy" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False

@@ -359,5 +359,17 @@ def collect(opts, state, master, students, names) -> list[tuple]:
             rows += [(student, name, t, s, m) for t, s, m in got]
             if opts.course_dir and result.get("ok"):
                 scores.record(opts.course_dir, student, name, work, _notebooks(master, name),
-                              got)
+                              got, submitted_at(opts.submitted, student, name))
     return rows
+
+
+def submitted_at(submitted: Path, student: str, assignment: str):
+    """When the student handed it in: the collected ``timestamp.txt`` (nbgrader's own
+    format), as a datetime; None when it is missing or unreadable."""
+    from nbgrader.utils import parse_utc
+    try:
+        with safe_paths.folder(submitted, student, assignment) as fd:
+            text = safe_paths.read_file(fd, "timestamp.txt", "timestamp.txt", 200)
+        return parse_utc(text.decode().strip())
+    except (OSError, ValueError, OverflowError):      # UnicodeDecodeError is a ValueError
+        return None

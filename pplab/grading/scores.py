@@ -94,13 +94,16 @@ RESUME = "; every result is kept: fix it, then run the same command with --resum
 
 
 def record(course_dir: Path, student: str, assignment: str, work: Path, notebooks: list,
-           got: list) -> None:
+           got: list, timestamp=None) -> None:
     """Write a job's scores into the instructor's own gradebook (jobs grade in private
-    copies, so only this process ever writes it) and keep the autograded notebook there."""
+    copies, so only this process ever writes it), with the submission's ``timestamp`` (a
+    datetime, from its ``timestamp.txt``: ``nbgrader export`` shows it next to the due
+    date), and keep the autograded notebook there in place of an earlier run's."""
     score = {task: s for task, s, _ in got}
     with gradebook(course_dir, RESUME) as gb:
         gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student)
+        gb.update_or_create_submission(assignment, student,
+                                       **({"timestamp": timestamp} if timestamp else {}))
         for nb in notebooks:
             for task, _ in nb["tasks"]:
                 grade = gb.find_grade(task, nb["name"], assignment, student)
@@ -109,4 +112,19 @@ def record(course_dir: Path, student: str, assignment: str, work: Path, notebook
         gb.db.commit()
     done = Path(course_dir) / "autograded" / student / assignment
     if (work / "autograded").is_dir():
-        shutil.copytree(work / "autograded", done, dirs_exist_ok=True)
+        remove_read_only(done)          # nbgrader leaves it read-only; a regrade replaces it
+        shutil.copytree(work / "autograded", done)
+
+
+def remove_read_only(folder: Path) -> None:
+    """Remove ``folder`` (if there) whose files and folders nbgrader made read-only; a link
+    is removed, never followed."""
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+        return
+    if not folder.is_dir():
+        return
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            os.chmod(path, 0o700)
+    shutil.rmtree(folder)

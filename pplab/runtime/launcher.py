@@ -303,6 +303,11 @@ def run_schedule(schedule_or_name, config: RunConfig | None = None, launch: Laun
     schedule = resolve_schedule(schedule_or_name, P, M, V)
     cfg, how = _options(config, launch, options)
     check_nodes(schedule.P, how.nnodes, how.node_rank, how.rdzv_endpoint)
+    if how.nnodes <= 1:     # in a class, the run panel's rule for a local run, for every caller
+        from ..probe.policy import limits
+        policy = limits()
+        if policy is not None:
+            policy.check_local(schedule.P)      # PolicyError (a ValueError): one line
     if how.socket_ifname:
         cluster.address_of(how.socket_ifname)  # ValueError naming the interfaces there are
     _check(schedule, cfg)

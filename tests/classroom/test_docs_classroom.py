@@ -26,19 +26,21 @@ CLASSROOM, TEACHING = ROOT / "docs" / "classroom.md", ROOT / "docs" / "teaching.
 QUOTE = re.compile(r"<!-- quote (\S+) -->\n```\w*\n(.*?)```", re.S)
 MUST_QUOTE = ("pplab/classroom/kit/classroom.ini", "pplab/classroom/kit/jupyterhub_config.py",
               "pplab/classroom/kit/jupyter/nbgrader_config.py",
+              "pplab/classroom/kit/jupyter/jupyter_server_config.json",
               "pplab/classroom/kit/course/nbgrader_config.py",
               "pplab/classroom/kit/jupyter/student/labconfig/page_config.json",
               "pplab/classroom/kit/jupyter/student/jupyter_server_config.json")
 #: what the tests run, as the docs write it (test_kit.py: the kit's course folder and the
 #: repository's without a class; test_journey_local.py: the term in a real hub)
 TESTED = {C.INIT_CMD, C.UP_CMD, kit.RELEASE_CMD, kit.FETCH_CMD, kit.SUBMIT_CMD,
-          kit.COLLECT_CMD, kit.EXPORT_CMD, *kit.NO_CLASS_EXCHANGE_CMDS, local.COLLECT_CMD,
-          local.GRADE_CMD, local.RELEASE_FEEDBACK_CMD}
+          kit.COLLECT_CMD, kit.EXPORT_CMD, kit.DUEDATE_CMD, *kit.NO_CLASS_EXCHANGE_CMDS,
+          local.COLLECT_CMD, local.GRADE_CMD, local.RELEASE_FEEDBACK_CMD, local.CERT_CMD,
+          local.UP_TLS_CMD}
 #: what .ci/run runs before any test (the test suite's own set-up)
 BEFORE_TESTS = {"npm install -g configurable-http-proxy": ROOT / ".ci" / "run"}
 #: first words of an inline code span that make it a command to type
 COMMANDS = ("pplab", "nbgrader", "make", "python", "sysctl", "passwd", "chpasswd", "useradd",
-            "srun", "salloc", "sbatch", "npm", "nvidia-smi", "mkdir", "chmod")
+            "srun", "salloc", "sbatch", "npm", "nvidia-smi", "mkdir", "chmod", "openssl")
 #: commands of the system, not run by the tests (they change the kernel, the accounts, a
 #: cluster, or need a GPU): the form of their arguments
 SYSTEM = {"sysctl": r"(kernel\.[\w.]+=\d+)?", "passwd": r"(NAME)?", "chpasswd": "",
@@ -124,7 +126,7 @@ def problem(cmd: str, targets: set[str]) -> str | None:
     if tool == "nbgrader":
         return nbgrader_problem(args)
     if tool == "make":
-        missing = [t for t in args if t not in targets]
+        missing = [t for t in args if t not in targets and "=" not in t]   # VAR=value
         return f"no make target {missing}" if missing else None
     if tool == "python":
         if args[:1] == ["-m"]:
@@ -173,9 +175,10 @@ def test_the_command_check_can_fail():
 def test_the_tested_commands_are_the_ones_the_journey_runs():
     """The constants this file trusts are what the journey passes to the shell."""
     source = (Path(__file__).parent / "test_journey_local.py").read_text()
-    assert "as_grader(hub, cmd.split())" in source
+    assert "await in_terminal(teacher, cmd)" in source         # typed in the terminal
     assert all(name in source for name in ("COLLECT_CMD", "GRADE_CMD", "RELEASE_FEEDBACK_CMD"))
+    assert "UP_TLS_CMD.split()[1:]" in source and "CERT_CMD.split()" in source
     kit_source = (Path(__file__).parent / "test_kit.py").read_text()
     for name in ("RELEASE_CMD", "FETCH_CMD", "SUBMIT_CMD", "COLLECT_CMD", "EXPORT_CMD",
-                 "GRADE_CMD"):
+                 "GRADE_CMD", "DUEDATE_CMD"):
         assert f"run({name}, " in kit_source, name

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ ONE = "01_bubble_and_1f1b"
 RELEASE_CMD = f"nbgrader release_assignment {ONE}"
 FETCH_CMD, SUBMIT_CMD = f"nbgrader fetch_assignment {ONE}", f"nbgrader submit {ONE}"
 COLLECT_CMD, EXPORT_CMD = f"nbgrader collect {ONE}", "nbgrader export --to lms.csv"
+#: a due date, so the export says who handed in late (teaching.md, step 6)
+DUEDATE_CMD = f"nbgrader db assignment add {ONE} --duedate=2026-01-01T17:00:00Z"
 #: grading in the course folder (the journey grades in the sandbox; this test without it)
 GRADE_CMD = "pplab grade submitted --course . --out grades.csv -j 1 --no-sandbox"
 #: making nbgrader's own exchange folder, for a term without a class (teaching.md)
@@ -100,7 +103,7 @@ def hub_config(path: Path, monkeypatch):
 def test_the_hub_config_for_one_shared_server(tmp_path, monkeypatch):
     c = hub_config(write_settings(tmp_path, course_id="pp101"), monkeypatch)
     venv = sys.prefix
-    assert c.JupyterHub.spawner_class == "localprocess"
+    assert c.JupyterHub.spawner_class == "pplab.classroom.spawner.LimitedSpawner"
     assert c.JupyterHub.authenticator_class == "pam"
     assert c.Spawner.cmd == [f"{venv}/bin/jupyterhub-singleuser"]
     assert c.Spawner.args[0] == SERVER_FLAG                        # NoDelayConnection
@@ -178,6 +181,7 @@ def test_the_first_init_prints_each_step(tmp_path, monkeypatch, capsys):
         if plain[0] in ("mkdir", "cp"):                   # the course folder's files
             subprocess.run(plain, check=True)
     monkeypatch.setattr(setup, "run", run)
+    monkeypatch.setattr(setup, "check_reachable", lambda s: None)     # tested on its own
     monkeypatch.setattr(setup, "owner", lambda path: "pplab-test-none-g")
     monkeypatch.setattr(setup, "copy_as", lambda user, folder, dest, say: shutil.copytree(
         folder, dest / folder.name))
@@ -212,6 +216,53 @@ def test_the_first_init_prints_each_step(tmp_path, monkeypatch, capsys):
     assert out[-1].endswith("start the hub with: pplab classroom up")
     assert sorted(p.name for p in (course / "source").iterdir()) == \
         sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+
+
+def closed_python(tmp_path: Path) -> tuple[Path, Path]:
+    """A clone whose environment's python links to an interpreter in a folder closed to
+    other accounts (as a venv made from pyenv under /root is); (clone, closed folder)."""
+    closed, clone = tmp_path / "root", tmp_path / "course"
+    (closed / "bin").mkdir(parents=True)
+    (closed / "bin" / "python3.11").write_text("")
+    os.chmod(closed, 0o700)
+    (clone / ".venv" / "bin").mkdir(parents=True)
+    (clone / ".venv" / "bin" / "python").symlink_to(closed / "bin" / "python3.11")
+    (clone / "notebooks").mkdir()
+    return clone, closed
+
+
+@pytest.fixture
+def open_tmp():
+    """A temporary folder every account can pass through (pytest's own is its user's)."""
+    folder = Path(tempfile.mkdtemp(prefix="pplab-kit-"))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_init_refuses_an_environment_others_cannot_run_and_says_how_to_remake_it(
+        open_tmp, monkeypatch, capsys):
+    """A venv made from a Python under a closed folder: init stops before anything is made
+    and gives the command that makes one every account can run (not chmod o+x /root)."""
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 0)
+    tmp_path = open_tmp
+    clone, closed = closed_python(tmp_path)
+    monkeypatch.setattr(setup, "SHARED_PYTHONS", (str(tmp_path / "usr-bin"),))
+    (tmp_path / "usr-bin").mkdir()
+    version = ".".join(map(str, sys.version_info[:2]))
+    (tmp_path / "usr-bin" / f"python{version}").write_text("")
+    path = write_settings(tmp_path, venv=str(clone / ".venv"), lessons=str(clone / "notebooks"))
+    assert main(["classroom", "init", "--settings", str(path)]) == 1
+    said = capsys.readouterr().out.strip().splitlines()[-1]
+    assert said == (
+        f"pplab classroom init: the grader and the students cannot run {closed}/bin/python3.11: "
+        f"{closed} is closed to other accounts, and the environment's python is a link to it. "
+        f"Make the environment from a Python they can run: cd {clone} && rm -rf .venv && make "
+        f".venv/.installed PYTHON={tmp_path}/usr-bin/python{version}; then run init again")
+    assert "chmod" not in said and not (tmp_path / "hub").exists()     # nothing made
+    (clone / ".venv" / "bin" / "python").unlink()        # the fix, followed, is accepted
+    (clone / ".venv" / "bin" / "python").symlink_to(tmp_path / "usr-bin" / f"python{version}")
+    setup.check_reachable(Settings.read(path))
 
 
 @pytest.mark.parametrize("args, words", [
@@ -299,7 +350,9 @@ def test_the_kits_course_folder_from_release_to_export(tmp_path):
     """The instructor's commands of teaching.md's term in a course folder laid out as
     ``pplab classroom init`` makes it (the kit's nbgrader_config.py, source/, generated):
     release, a student's fetch and submit of the solution, collect, ``pplab grade --course
-    .``, and ``nbgrader export``, whose CSV has the student's 10 points from the gradebook."""
+    .`` three times (as a term grades again after each assignment: the last run's read-only
+    autograded notebooks are replaced), a due date, and ``nbgrader export``, whose CSV has
+    the student's 10 points from the gradebook and when they handed in, after the due date."""
     course, student, exchange = tmp_path / "course", tmp_path / "student", tmp_path / "x"
     shutil.copytree(ROOT / "solutions" / ONE, course / "source" / ONE)
     shutil.copy(KIT / "course" / "nbgrader_config.py", course)
@@ -316,12 +369,19 @@ def test_the_kits_course_folder_from_release_to_export(tmp_path):
     shutil.copy(ROOT / "solutions" / ONE / f"{ONE}.ipynb", student / ONE)   # honest work
     run(SUBMIT_CMD, student, **students)
     run(COLLECT_CMD, course)
-    run(GRADE_CMD, course)
+    run(DUEDATE_CMD, course)
+    for _ in range(3):
+        run(GRADE_CMD, course)
+    autograded = next((course / "autograded").glob(f"*/{ONE}/{ONE}.ipynb"))
+    assert not autograded.stat().st_mode & 0o222          # nbgrader's read-only copy, again
     assert "Exporting grades to lms.csv" in run(EXPORT_CMD, course)
     with open(course / "lms.csv") as f:
         rows = list(csv.DictReader(f))
     assert [(r["assignment"], float(r["score"]), float(r["max_score"])) for r in rows] == \
         [(ONE, 10.0, 10.0)]
+    handed_in = next((course / "submitted").glob(f"*/{ONE}/timestamp.txt")).read_text()
+    assert rows[0]["timestamp"][:19] == handed_in.strip()[:19].replace("T", " "), rows[0]
+    assert rows[0]["duedate"] == "2026-01-01 17:00:00" < rows[0]["timestamp"], rows[0]
     assert (course / "grades.csv").read_text().startswith("student,assignment,task")
 
 
@@ -330,3 +390,101 @@ def test_the_documented_exchange_is_nbgraders_default():
     nbgrader's own default, the folder docs/teaching.md says to make."""
     from nbgrader.exchange.default.exchange import Exchange
     assert Exchange.class_traits()["root"].default_value == DEFAULT_EXCHANGE
+
+
+# ---- the class's limits and a lesson's own run --------------------------------------------
+def lessons_runs() -> dict[str, int]:
+    """The processes of every real run a lesson starts itself (its run panel, its cells)."""
+    import re
+    out = {}
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            code = "".join(cell["source"])
+            for call in re.findall(r"(?:run_panel|run_schedule)\([^)]*\bP=(\d+)", code):
+                out[nb.stem] = max(out.get(nb.stem, 0), int(call))
+    return out
+
+
+def test_the_kits_default_limit_lets_every_lessons_own_run_start(tmp_path, monkeypatch):
+    """On a one-core server too: a class never disables a lesson's own Run for real."""
+    from pplab.probe import policy
+    runs = lessons_runs()
+    assert runs["00_setup_and_first_run"] == 4 and len(runs) >= 5, runs
+    monkeypatch.setattr(policy, "server_cores", lambda: 1)
+    limits = policy.limits(write_settings(tmp_path))
+    for lesson, procs in runs.items():
+        limits.check_local(procs)
+
+
+def test_a_lessons_cell_obeys_the_rule_that_disables_its_button(tmp_path, monkeypatch,
+                                                                 capsys):
+    """A class that allows fewer processes than lesson 00 runs: the button is disabled and
+    the next cell (real_job around run_schedule) refuses in the same words, launching
+    nothing."""
+    from pplab.canvases.runs import run_panel
+    from pplab.course.jobs import real_job
+    from pplab.runtime import launcher, run_schedule
+    path = write_settings(tmp_path, **{"limits.local_procs": "2"})
+    monkeypatch.setenv("PPLAB_CLASSROOM", str(path))
+    monkeypatch.setattr(launcher, "_launch", lambda *a, **k: pytest.fail("a run started"))
+    panel = run_panel("1f1b", P=4, M=8, emulate=True, tf=0.05, tb=0.1)
+    rule = f"4 local processes asked; this class allows at most 2 (local_procs in {path}, " \
+           "set by your instructor)"
+    assert panel.last_message == rule and panel.button.disabled
+    with real_job("In a terminal: pplab run -s 1f1b -P 4 -M 8 --emulate --tf 0.05 --tb 0.1"):
+        run_schedule("1f1b", P=4, M=8, emulate=dict(tf=0.05, tb=0.1))
+    said = capsys.readouterr().out.strip()
+    assert rule in said and len(said.splitlines()) == 1, said
+
+
+# ---- pplab classroom up: ports and TLS -----------------------------------------------------
+def free_ports(n: int) -> int:
+    """The first of ``n`` consecutive ports free on 127.0.0.1 now."""
+    import socket
+    for base in range(21000, 29000, 7):
+        socks = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    pytest.skip("no free ports")
+
+
+@pytest.mark.parametrize("taken, setting", [(1, "hub.port"), (3, "hub.formgrader_port")])
+def test_up_refuses_a_port_another_hub_holds(taken, setting, tmp_path, monkeypatch, capsys):
+    """A second class (or a test) on this machine: up names the taken port and the setting
+    that moves it, instead of a hub that dies on its API port or its formgrader's."""
+    import socket
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(setup.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(setup.os, "execve", lambda *a: pytest.fail("the hub started"))
+    base = free_ports(4)
+    path = write_settings(tmp_path, ip="127.0.0.1", port=str(base),
+                          formgrader_port=str(base + 3))
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "jupyterhub_config.py").write_text("")
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", base + taken))
+        other.listen()
+        assert main(["classroom", "up", "--settings", str(path)]) == 1
+    said = capsys.readouterr().out.strip()
+    assert said.startswith(f"pplab classroom up: port {base + taken} (") and \
+        f"--set {setting}=..." in said, said
+
+
+def test_up_with_half_a_tls_pair_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(setup.shutil, "which", lambda name: f"/usr/bin/{name}")
+    path = write_settings(tmp_path)
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "jupyterhub_config.py").write_text("")
+    assert main(["classroom", "up", "--settings", str(path), "--ssl-cert", str(path)]) == 1
+    assert capsys.readouterr().out.strip() == \
+        "pplab classroom up: HTTPS needs both --ssl-cert and --ssl-key"
