@@ -251,6 +251,8 @@ for folder in ("/dev/shm", "/tmp", os.getcwd()):
 LOOP = '''while True:
     pass'''
 
+RAISES = "raise RuntimeError('a student bug')"
+
 FLOOD = '''import os, sys
 chunk = "x" * (1 << 20)
 for _ in range(1024):
@@ -346,7 +348,7 @@ def _red_team_class(tmp_path: Path, port: int, canary: Path) -> Path:
     sub = tmp_path / "submitted"
     attacks = {"frames": FRAMES, "copy_by_path": COPY_BY_PATH, "import_hook": IMPORT_HOOK,
                "transformer": TRANSFORMER, "fork_bomb": FORK_BOMB, "memory_hog": MEMORY_HOG,
-               "loop": LOOP, "flood": FLOOD, "disk_filler": DISK_FILLER,
+               "loop": LOOP, "raises": RAISES, "flood": FLOOD, "disk_filler": DISK_FILLER,
                "huge_number": HUGE_NUMBER}
     honest = nbformat.read(SOLUTION, as_version=4)
     _write(sub, "honest", honest)
@@ -461,12 +463,13 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
     for student in ("honest", NEWLINE):
         assert [scores[(student, f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2], student
     for student in ("frames", "copy_by_path", "import_hook", "transformer", "fork_bomb",
-                    "memory_hog", "loop", "flood", "aaa_spy", "not_json", "symlink",
+                    "memory_hog", "loop", "raises", "flood", "aaa_spy", "not_json", "symlink",
                     "forged_grade_cell", "huge_number"):
         assert scores[(student, "task1")] == 0, student
     assert maxima[("forged_grade_cell", "task1")] == 2
-    for student in ("frames", "import_hook", "transformer", "aaa_spy", "loop", "flood",
-                    "huge_number"):
+    # a cell that hangs or raises costs its own task only
+    for student in ("frames", "import_hook", "transformer", "aaa_spy", "loop", "raises",
+                    "flood", "huge_number"):
         assert [scores[(student, f"task{i}")] for i in (2, 3, 4)] == [3, 3, 2], student
     assert "a whole number of 5001 digits" in page("huge_number")
     assert "bubble_of_total" in page("frames")
@@ -481,6 +484,7 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
     filled = [ln for ln in _outputs(out, "disk_filler").splitlines() if ln.startswith("full")]
     assert len(filled) == 3 and all(int(ln.split()[2]) <= 512 for ln in filled), filled
     assert "CellTimeoutError" in page("loop")
+    assert "RuntimeError" in page("raises") and "a student bug" in page("raises")
     flood = page("flood")
     assert len(flood) < 5_000_000 and "more characters of output dropped" in flood
     assert "not JSON" in (fb / "not_json" / NAME / "not_graded.html").read_text()
