@@ -49,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mbs", type=_sizes, default=(1,), metavar="B[,B...]",
                    help="microbatch sizes in sequences to search, e.g. 1,2,4; one for a named "
                         "layout (default: 1)")
+    g.add_argument("--eps", type=_sizes, default=(1,), metavar="E[,E...]",
+                   help="expert-parallel degrees to search for a MoE model, e.g. 1,8,64; each "
+                        "where it divides DP·CP and the experts (default: 1)")
     g.add_argument("--schedules", default=",".join(DEFAULT_SCHEDULES), metavar="NAMES",
                    help="comma-separated schedules tried when PP > 1 (default: %(default)s)")
     g.add_argument("--first-layers", type=int, default=None,
@@ -61,6 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     n.add_argument("--cp", type=int, default=None,
                    help="context-parallel ranks, each with s/CP of every sequence (default: 1)")
     n.add_argument("--pp", type=int, default=None, help="pipeline ranks (default: 1)")
+    n.add_argument("--ep", type=int, default=None,
+                   help="expert-parallel ranks among DP·CP (default: 1)")
     n.add_argument("--dp", type=int, default=None,
                    help="data-parallel replicas (default: GPUs ÷ (TP·CP·PP))")
     n.add_argument("--zero", type=int, default=None, choices=range(4), metavar="{0,1,2,3}",
@@ -148,7 +153,7 @@ def run_plan(a) -> int:
     search = dict(global_batch=a.global_batch, micro_batches=_mbs(a), max_pp=a.max_pp,
                   first_layers=getattr(a, "first_layers", None),
                   last_layers=getattr(a, "last_layers", None), schedules=names,
-                  activations=a.activations)
+                  activations=a.activations, eps=getattr(a, "eps", (1,)))
     mine = _named(a, model) if getattr(a, "command", "plan") == "plan" else None
     if mine is not None:
         return _named_report(a, model, hw, mine, tool, search)
@@ -177,7 +182,7 @@ def run_plan(a) -> int:
     return 0
 
 
-NAMED = ("tp", "cp", "pp", "dp", "zero", "schedule", "V", "M", "recompute", "sp")
+NAMED = ("tp", "cp", "pp", "dp", "ep", "zero", "schedule", "V", "M", "recompute", "sp")
 
 
 def _named(a, model) -> ParallelConfig | None:
@@ -217,7 +222,7 @@ def _named(a, model) -> ParallelConfig | None:
                           a.V, zero3_regather=a.zero3_regather,
                           first_layers=a.first_layers if pp > 1 else None,
                           last_layers=a.last_layers if pp > 1 else None, cp=cp,
-                          activations=a.activations)
+                          activations=a.activations, ep=a.ep or 1)
 
 
 def _named_report(a, model, hw, cfg, tool, search) -> int:

@@ -210,6 +210,19 @@ def megatron_args(model: ModelSpec, cfg: ParallelConfig, seq: int) -> list[str]:
               "--disable-bias-linear"]
     if not model.tied_embeddings:
         a.append("--untie-embeddings-and-output-weights")
+    if model.mla:
+        m = model.mla
+        a += ["--multi-latent-attention", "--q-lora-rank", m.q_rank, "--kv-lora-rank",
+              m.kv_rank, "--qk-head-dim", m.nope_dim, "--qk-pos-emb-head-dim", m.rope_dim,
+              "--v-head-dim", m.v_dim]
+    if model.moe:
+        x = model.moe
+        freq = f"([0]*{x.dense_layers}+[1]*{model.layers - x.dense_layers})"
+        a += ["--num-experts", x.experts, "--moe-router-topk", x.top_k,
+              "--moe-ffn-hidden-size", x.ffn, "--moe-layer-freq", freq,
+              "--expert-model-parallel-size", cfg.ep]
+        if x.shared:
+            a += ["--moe-shared-expert-intermediate-size", x.shared * x.ffn]
     a += ["--bf16", "--tensor-model-parallel-size", cfg.tp,
           "--pipeline-model-parallel-size", cfg.pp]
     if cfg.cp > 1:

@@ -68,7 +68,8 @@ class Candidate:
         c = self.config
         v = f" V={c.virtual}" if c.virtual and c.virtual > 1 else ""
         cp = f" CP={c.cp}" if c.cp > 1 else ""
-        return (f"TP={c.tp}{cp} PP={c.pp} DP={c.dp} {c.schedule}{v} M={c.microbatches} "
+        ep = f" EP={c.ep}" if c.ep > 1 else ""
+        return (f"TP={c.tp}{cp} PP={c.pp} DP={c.dp}{ep} {c.schedule}{v} M={c.microbatches} "
                 f"b={c.microbatch} ZeRO-{c.zero}"
                 f"{' kept' if c.zero == 3 and c.zero3_regather == 'per_step' else ''} "
                 f"recompute={c.recompute}{' SP' if c.sp else ''}")
@@ -97,7 +98,7 @@ class Candidate:
     def to_dict(self) -> dict:
         """The row as plain values (seconds, bytes): what ``pplab plan --json`` prints."""
         c = self.config
-        return {"tp": c.tp, "cp": c.cp, "pp": c.pp, "dp": c.dp, "zero": c.zero,
+        return {"tp": c.tp, "cp": c.cp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "zero": c.zero,
                 "zero3_regather": c.zero3_regather if c.zero == 3 else None,
                 "schedule": c.schedule,
                 "virtual": 1 if c.pp == 1 else (c.virtual or spec(c.schedule).default_V),
@@ -252,6 +253,12 @@ def _pp_choices(layers: int, limit: int, first: int | None = None,
     return out
 
 
+def _ep_choices(model: ModelSpec, eps, shard: int) -> list[int]:
+    """The EP degrees of ``eps`` that divide the DP·CP ranks and the model's experts."""
+    experts = model.moe.experts if model.moe else 1
+    return [e for e in eps if shard % e == 0 and experts % e == 0] or [1]
+
+
 def _pow2_upto(n: int) -> list[int]:
     out, k = [], 1
     while k <= n:
@@ -269,7 +276,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
          sp: bool = True, max_pp: int | None = None,
          zero3_regather: tuple[str, ...] = ("per_microbatch", "per_step"),
          first_layers: int | None = None, last_layers: int | None = None,
-         cps: tuple[int, ...] = (1,), activations: str = "korthikanti") -> list[Candidate]:
+         cps: tuple[int, ...] = (1,), activations: str = "korthikanti",
+         eps: tuple[int, ...] = (1,)) -> list[Candidate]:
     """All candidate layouts, feasible ones first, fastest first; infeasible ones say why.
 
     ``global_batch`` counts sequences per step (default 8 per GPU); M = global_batch/(DP·b).
@@ -279,6 +287,7 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
     ``cps``: the context-parallel degrees tried (DP = GPUs ÷ (TP·CP·PP)).
     ``activations``: how every layout's kept activations are counted
     (``ParallelConfig.activations``).
+    ``eps``: the expert-parallel degrees tried, each where it divides DP·CP and the experts.
     """
     hw = hw or Hardware()
     if gpus < 1:
@@ -303,11 +312,12 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                 M = gb // (d * b)
                 ends = (first_layers, last_layers) if p > 1 else (None, None)
                 zeros = _zero_options(zero_stages, zero3_regather, d * c)
-                for name in (schedules if p > 1 else ("1f1b",)):
+                for e, name in ((e, n) for e in _ep_choices(model, eps, d * c)
+                                for n in (schedules if p > 1 else ("1f1b",))):
                     for V in (virtual if spec(name).stages_per_rank == "any" else (None,)):
                         out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
                                              sp and t > 1, zeros, hw, seq, ends, c,
-                                             activations))
+                                             activations, e))
     out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
     return out
 
@@ -367,7 +377,7 @@ def _cheap(z, mode, M) -> bool:
 
 
 def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
-              ends=(None, None), cp=1, activations="korthikanti") -> list[Candidate]:
+              ends=(None, None), cp=1, activations="korthikanti", ep=1) -> list[Candidate]:
     """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V) that can
     rank first; the rest are pruned by dominance and not listed (docs/memory.md, "Planner").
 
@@ -386,7 +396,7 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
     rcs = [rc for rc in RC_ORDER if rc in rcs]
     base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
                           schedule=name, virtual=V, first_layers=ends[0], last_layers=ends[1],
-                          cp=cp, activations=activations)
+                          cp=cp, activations=activations, ep=ep)
     try:
         # validate at the reduced M: same residue mod 2P, so the same divisibility rules
         small = base.with_(microbatches=small_key(base)[2])

@@ -100,3 +100,16 @@ def test_pplab_memory_states_the_layout(capsys):
     assert main(["memory", "--model", "deepseek-v3", "--pp", "16", "--dp", "100",
                  "--ep", "64", "--activations", "fp8"]) == 2
     assert "must divide DP·CP = 100" in capsys.readouterr().err
+
+
+def test_pplab_plan_ranks_the_published_layout_first(capsys):
+    """Against every layout the planner finds with EP 1, 8 or 64 (no pipeline: 61 layers split
+    evenly only 61 ways), the report's layout is the fastest that fits."""
+    assert main(["plan", "--model", "deepseek-v3", "--gpus", "2048", "--global-batch", "15360",
+                 "--gpu", "h800-80gb", "--activations", "fp8", "--eps", "1,8,64",
+                 "--pp", "16", "--ep", "64", "--dp", "128", "--zero", "1", "-s", "dualpipev",
+                 "--recompute", "selective", "--json"]) == 0
+    import json
+    d = json.loads(capsys.readouterr().out)
+    assert (d["ep"], d["pp"], d["dp"], d["fits"]) == (64, 16, 128, True)
+    assert d["rank"] == 1 and d["of"] >= 5

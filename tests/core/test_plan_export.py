@@ -390,3 +390,40 @@ def test_torchtitan_reads_back_deepseek_v3_with_fsdp_for_zero1(tmp_path):
     with pytest.raises(AssertionError, match="Invalid parallel dims"):
         _titan_parallel_dims(root)(dp_replicate=1, dp_shard=100, cp=1, tp=1, pp=16, ep=64,
                                    etp=1, world_size=cfg.num_gpus)
+
+
+def test_megatron_core_accepts_deepseek_v3_on_a_schedule_it_has():
+    """DeepSeek-V3 with Megatron-LM's own 1F1B (it has no DualPipe) and the report's PP 16,
+    EP 64, ZeRO-1: the MoE and MLA flags land in Megatron Core's ``MLATransformerConfig``."""
+    from pplab.memory.published_runs import deepseek_layout
+    model, cfg = deepseek_layout()
+    cfg = cfg.with_(schedule="1f1b", first_layers=3, last_layers=2)
+    assert "no dualpipev" in cannot_run("megatron", model, cfg.with_(schedule="dualpipev"))
+    assert cannot_run("megatron", model, cfg) is None
+    a = _flags(megatron_args(model, cfg, model.seq))
+    assert (a["num_experts"], a["moe_router_topk"], a["expert_model_parallel_size"]) == \
+        (256, 8, 64)
+    assert eval(a["moe_layer_freq"]) == [0] * 3 + [1] * 58        # Megatron's own syntax
+    core = pytest.importorskip("megatron.core.transformer.transformer_config",
+                               reason="megatron-core not installed (make installs it --no-deps)")
+    import torch
+    conf = core.MLATransformerConfig(
+        num_layers=a["num_layers"], hidden_size=a["hidden_size"],
+        ffn_hidden_size=a["ffn_hidden_size"], num_attention_heads=a["num_attention_heads"],
+        multi_latent_attention=a["multi_latent_attention"], q_lora_rank=a["q_lora_rank"],
+        kv_lora_rank=a["kv_lora_rank"], qk_head_dim=a["qk_head_dim"],
+        qk_pos_emb_head_dim=a["qk_pos_emb_head_dim"], v_head_dim=a["v_head_dim"],
+        num_moe_experts=a["num_experts"], moe_router_topk=a["moe_router_topk"],
+        moe_ffn_hidden_size=a["moe_ffn_hidden_size"],
+        moe_shared_expert_intermediate_size=a["moe_shared_expert_intermediate_size"],
+        moe_layer_freq=eval(a["moe_layer_freq"]),
+        expert_model_parallel_size=a["expert_model_parallel_size"],
+        tensor_model_parallel_size=a["tensor_model_parallel_size"],
+        pipeline_model_parallel_size=a["pipeline_model_parallel_size"],
+        num_layers_in_first_pipeline_stage=a.get("decoder_first_pipeline_num_layers"),
+        num_layers_in_last_pipeline_stage=a.get("decoder_last_pipeline_num_layers"),
+        gated_linear_unit=a.get("swiglu", False), normalization=a["normalization"],
+        add_bias_linear=not a.get("disable_bias_linear", False),
+        pipeline_dtype=torch.bfloat16, bf16=a.get("bf16", False))
+    assert conf.num_moe_experts * 3 * conf.moe_ffn_hidden_size * conf.hidden_size == \
+        model.layer_params().expert
