@@ -6,7 +6,8 @@ Three kinds of JupyterLab, each with its own Jupyter configuration folder from t
 
 * **student**: nbgrader's *Assignments* only (fetch, submit, feedback); its formgrader,
   Create Assignment, Validate and course list are switched off, in the page and on the server;
-* **instructor**: their own JupyterLab, with the course list that leads to the formgrader;
+* **instructor**: their own JupyterLab, like a student's; they open the formgrader logged
+  in, from the hub's Services menu (their lab's token cannot reach it);
 * **grader**: the formgrader service, run by the grader account in the course folder.
 """
 from __future__ import annotations

@@ -19,8 +19,14 @@ KIT = Path(__file__).parent / "kit"
 SECTIONS = {"class": ("course_id", "students", "instructors", "grader", "course_dir",
                       "exchange", "source", "lessons", "lessons_folder", "venv"),
             "hub": ("home", "spawner", "ip", "port", "hub_ip", "formgrader_port",
-                    "idle_timeout", "singleuser_args"),
+                    "idle_timeout", "singleuser_args", "server_memory", "server_cpus",
+                    "server_processes"),
             "slurm": ("partition", "cpus", "memory", "time")}
+
+#: each JupyterLab's limits (pplab/classroom/spawner.py): key, form, what the form means
+LIMIT_FORMS = (("server_memory", r"[1-9]\d*(\.\d+)?[KMGT]", "a number with K, M, G or T"),
+               ("server_cpus", r"0\.\d*[1-9]\d*|[1-9]\d*(\.\d+)?", "a number of CPUs above 0"),
+               ("server_processes", r"[1-9]\d*", "a whole number of tasks, at least 1"))
 
 
 @dataclass
@@ -45,6 +51,9 @@ class Settings:
     formgrader_port: str
     idle_timeout: str
     singleuser_args: str
+    server_memory: str
+    server_cpus: str
+    server_processes: str
     partition: str
     cpus: str
     memory: str
@@ -60,6 +69,9 @@ class Settings:
         if values["spawner"] not in ("local", "slurm"):
             raise ValueError(f"{path}: [hub] spawner must be local or slurm, got "
                              f"{values['spawner']!r}")
+        for key, form, meaning in LIMIT_FORMS:
+            if not re.fullmatch(form, values[key]):
+                raise ValueError(f"{path}: [hub] {key} must be {meaning}, got {values[key]!r}")
         return cls(path=Path(path), **values)
 
     @classmethod

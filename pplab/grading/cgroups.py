@@ -137,10 +137,12 @@ def _rmdir(folder: Path, deadline: float) -> bool:
             time.sleep(0.05)
 
 
-def make(processes: int, memory: int, cpus: float | None = None) -> Group:
+def make(processes: int, memory: int, cpus: float | None = None,
+         prefix: str = PREFIX) -> Group:
     """A new, empty group with these limits (``cpus``: a quota in CPUs, None for only an
-    equal weight). Raises :class:`Unavailable` with the reason when none can be made."""
-    name = f"{PREFIX}{os.getpid()}-{next(_names)}"
+    equal weight), named ``<prefix><this pid>-<n>``. Raises :class:`Unavailable` with the
+    reason when none can be made."""
+    name = f"{prefix}{os.getpid()}-{next(_names)}"
     reasons = []
     for build in (_make_v2, _make_v1):
         try:

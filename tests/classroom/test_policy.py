@@ -290,3 +290,21 @@ def test_pplab_run_under_srun_refuses_the_jobs_partition_in_one_line(class_file,
     assert capsys.readouterr().err.strip() == (
         "pplab: error: a 10-minute job asked; this class allows at most 5 minutes "
         + refusal("minutes", class_file))
+
+
+@pytest.mark.parametrize("key, value, words", [
+    ("server_memory", "4", "a number with K, M, G or T"),
+    ("server_cpus", "0", "a number of CPUs above 0"),
+    ("server_processes", "many", "a whole number of tasks, at least 1")])
+def test_a_servers_limit_that_is_not_one_names_file_and_key(tmp_path, key, value, words):
+    """Each JupyterLab's limits on a shared server (pplab/classroom/spawner.py) are read
+    when the settings are: a wrong one stops the hub's start with one line."""
+    from pplab.classroom.settings import KIT, Settings, render
+    path = tmp_path / "classroom.ini"
+    path.write_text(render((KIT / "classroom.ini").read_text(), {key: value}))
+    with pytest.raises(ValueError) as e:
+        Settings.read(path)
+    assert str(e.value) == f"{path}: [hub] {key} must be {words}, got {value!r}"
+    good = {"server_memory": "512M", "server_cpus": "0.5", "server_processes": "2"}[key]
+    path.write_text(render((KIT / "classroom.ini").read_text(), {key: good}))
+    assert getattr(Settings.read(path), key) == good

@@ -2,8 +2,10 @@
 ``pplab classroom init`` in a folder of the test's own, and its JupyterHub started with
 ``pplab classroom up`` (the commands docs/classroom.md gives).
 
-Accounts carry a tag in their comment field; ones left by a killed run are found by it and
-removed before new ones are made. ``Accounts.close`` ends every process of the accounts (by
+Accounts carry a tag and their test process's id in their comment field; ones left by a
+run that was killed (its process gone) are found by it and removed before new ones are made,
+never those of a run still going beside (another test process on this machine). The
+groups are named after the test process too. ``Accounts.close`` ends every process of the accounts (by
 their uid: only the hub of this test started any) and deletes them with their homes.
 """
 from __future__ import annotations
@@ -31,7 +33,7 @@ PASSWORD = "pplab-{name}-secret"
 #: the commands docs/classroom.md gives, as the tests run them (plus --settings/--set)
 INIT_CMD, UP_CMD = "pplab classroom init", "pplab classroom up"
 USERADD = "useradd --create-home -K HOME_MODE=0700 --groups {group} {name}"
-GROUPS = ("pplt-students", "pplt-instructors")
+GROUPS = (f"pplt-students-{os.getpid()}", f"pplt-instructors-{os.getpid()}")
 
 
 def skip_reason() -> str | None:
@@ -85,7 +87,27 @@ def _kill_uid(uid: int, timeout: float = 10) -> None:
 
 
 def tagged_accounts() -> list[str]:
-    return [p.pw_name for p in pwd.getpwall() if p.pw_gecos == TAG]
+    """Accounts a test made whose test process is gone."""
+    out = []
+    for p in pwd.getpwall():
+        if p.pw_gecos == TAG:                       # made before the tag held a pid
+            out.append(p.pw_name)
+        elif p.pw_gecos.startswith(f"{TAG} "):
+            pid = p.pw_gecos.rsplit(" ", 1)[1]
+            if not (pid.isdigit() and Path(f"/proc/{pid}").exists()):
+                out.append(p.pw_name)
+    return out
+
+
+def stale_groups() -> list[str]:
+    """Groups of a test process that is gone (named as GROUPS names them)."""
+    out = []
+    for g in grp.getgrall():
+        base, _, pid = g.gr_name.rpartition("-")
+        if base in ("pplt-students", "pplt-instructors") and pid.isdigit() and \
+                not Path(f"/proc/{pid}").exists():
+            out.append(g.gr_name)
+    return out
 
 
 def remove_account(name: str) -> None:
@@ -104,7 +126,7 @@ class Accounts:
     def __init__(self, students: list[str], instructors: list[str], grader: str):
         for name in [*tagged_accounts(), grader]:      # left by a run that was killed
             remove_account(name)
-        for g in GROUPS:
+        for g in [*GROUPS, *stale_groups()]:
             subprocess.run(["groupdel", g], capture_output=True, timeout=60)
         self.names = [*students, *instructors]
         self.grader = grader
@@ -114,7 +136,8 @@ class Accounts:
                 _run(["groupadd", g])
             for name in self.names:
                 group = GROUPS[1] if name in instructors else GROUPS[0]
-                _run([*USERADD.format(group=group, name=name).split(), "--comment", TAG])
+                _run([*USERADD.format(group=group, name=name).split(), "--comment",
+                      f"{TAG} {os.getpid()}"])
                 self.made.append(name)
             _run(["chpasswd"], input="".join(f"{n}:{self.password(n)}\n" for n in self.names))
         except BaseException:
@@ -310,3 +333,142 @@ def class_set_up(students: list[str], instructors: list[str], grader: str):
         restore_modes(opened)
         assert accounts is None or accounts.left() == [], f"left behind: {accounts.left()}"
         assert not [p for u in uids for p in pids_of(u)], "a class process outlived the test"
+
+
+def free_ports() -> tuple[int, int]:
+    """A hub port whose next two are free too (the hub's API and the proxy's take them), and
+    a formgrader port: another hub on this machine (a class, a test beside) keeps its own."""
+    import socket
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base > 65000:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b, socket.socket() as c, \
+                    socket.socket() as d:
+                for sock, port in ((a, base), (b, base + 1), (c, base + 2), (d, base + 3)):
+                    sock.bind(("127.0.0.1", port))
+            return base, base + 3
+        except OSError:
+            continue
+    raise RuntimeError("no four consecutive free ports on 127.0.0.1")
+
+
+class Person:
+    """Someone logged in through the hub's login form, over HTTP as a browser does it (its
+    cookies, its XSRF token): the hub's API with their session, their own server started
+    and opened (the OAuth redirects followed), and code run in a kernel of it over the
+    kernel's websocket. Refusals come back as status codes, never exceptions."""
+
+    def __init__(self, hub_url: str, name: str, password: str):
+        import requests
+        self.hub, self.name, self.http = hub_url, name, requests.Session()
+        self.http.get(f"{hub_url}/hub/login", timeout=120)
+        r = self.http.post(f"{hub_url}/hub/login", allow_redirects=False, timeout=120,
+                           data={"username": name, "password": password,
+                                 "_xsrf": self._xsrf("/hub/")})
+        if r.status_code != 302:
+            raise RuntimeError(f"{name} could not log in: {r.status_code} {r.text[:300]}")
+        self.kernel_id = None
+
+    def _xsrf(self, path: str) -> str:
+        return next((c.value for c in self.http.cookies if c.name == "_xsrf" and
+                     c.path.rstrip("/") == path.rstrip("/")), "")
+
+    def hub_api(self, method: str, path: str, **kw):
+        return self.http.request(method, f"{self.hub}/hub/api{path}", timeout=120,
+                                 headers={"X-XSRFToken": self._xsrf("/hub/")}, **kw)
+
+    def start_server(self, timeout: float = 600) -> None:
+        """Ask the hub for their server (as the spawn page does) and open it once."""
+        r = self.hub_api("POST", f"/users/{self.name}/server")
+        if r.status_code not in (201, 202, 400):          # 400: already running
+            raise RuntimeError(f"{self.name}'s server: {r.status_code} {r.text[:300]}")
+        deadline = time.monotonic() + timeout
+        while True:
+            model = self.hub_api("GET", f"/users/{self.name}").json()
+            if model.get("servers", {}).get("", {}).get("ready"):
+                break
+            if time.monotonic() > deadline or not model.get("servers"):
+                raise RuntimeError(f"{self.name}'s server did not start: {model}")
+            time.sleep(0.5)
+        r = self.http.get(f"{self.hub}/user/{self.name}/lab", timeout=300,
+                          headers={"Accept": "text/html"})     # the OAuth dance
+        if r.status_code != 200:
+            raise RuntimeError(f"{self.name}'s lab: {r.status_code} {r.url}")
+
+    def server(self, method: str, path: str, owner: str | None = None, **kw):
+        """A request to ``/user/<owner>/<path>`` (their own server by default)."""
+        base = f"/user/{owner or self.name}/"
+        return self.http.request(method, f"{self.hub}{base}{path}", timeout=120,
+                                 headers={"X-XSRFToken": self._xsrf(base)}, **kw)
+
+    def run(self, code: str, timeout: float = 600) -> str:
+        """Run ``code`` in their kernel (started the first time); its stdout and errors."""
+        import uuid
+
+        import websocket
+        if self.kernel_id is None:
+            r = self.server("POST", "api/kernels", json={"name": "python3"})
+            if r.status_code != 201:
+                raise RuntimeError(f"no kernel for {self.name}: {r.status_code} {r.text}")
+            self.kernel_id = r.json()["id"]
+        url = (self.hub.replace("http", "ws", 1) +
+               f"/user/{self.name}/api/kernels/{self.kernel_id}/channels")
+        cookie = "; ".join(f"{c.name}={c.value}" for c in self.http.cookies
+                           if c.path.rstrip("/") in ("", f"/user/{self.name}"))
+        ws = websocket.create_connection(url, cookie=cookie, timeout=timeout)
+        try:
+            msg_id = uuid.uuid4().hex
+            ws.send(json.dumps({
+                "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "",
+                           "session": uuid.uuid4().hex, "version": "5.3"},
+                "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+                "content": {"code": code, "silent": False, "store_history": False,
+                            "user_expressions": {}, "allow_stdin": False}}))
+            out, deadline = [], time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                msg = json.loads(ws.recv())
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = msg["header"]["msg_type"], msg["content"]
+                if kind == "stream":
+                    out.append(content["text"])
+                elif kind == "error":
+                    out.append(f"ERROR {content['ename']}: {content['evalue']}")
+                elif kind == "status" and content["execution_state"] == "idle":
+                    return "".join(out)
+            raise TimeoutError(f"{self.name}'s code did not finish in {timeout:g} s")
+        finally:
+            ws.close()
+
+
+@contextmanager
+def running_class(students: list[str], instructors: list[str], grader: str, course: str,
+                  more: dict[str, str] | None = None):
+    """A class set up (accounts, init) and its hub started on free ports; yields
+    (hub, accounts, folder). The hub and its proxy are stopped, also when the test fails."""
+    with class_set_up(students, instructors, grader) as (accounts, folder):
+        port, formgrader_port = free_ports()
+        values = {"course_id": course, "students": GROUPS[0], "instructors": GROUPS[1],
+                  "grader": grader, "course_dir": f"/home/{grader}/{course}",
+                  "exchange": str(folder / "exchange"), "home": str(folder / "hub"),
+                  "ip": "127.0.0.1", "port": str(port),
+                  "formgrader_port": str(formgrader_port), **(more or {})}
+        hub = None
+        try:
+            hub = Hub(folder, values)
+            hub.start()
+            yield hub, accounts, folder
+        except BaseException:
+            if hub:
+                print("the hub's log, its warnings and errors:\n" + "\n".join(
+                    ln for ln in hub.log_tail(100_000).splitlines()
+                    if ln.startswith(("[W", "[E", "[C", "Traceback", " ")) and
+                    "Skipping XSRF" not in ln)[-20_000:])
+            raise
+        finally:
+            if hub:
+                hub.stop()

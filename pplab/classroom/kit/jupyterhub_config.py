@@ -47,8 +47,8 @@ if s.spawner == "slurm":
     c.SlurmSpawner.req_memory = s.memory
     c.SlurmSpawner.req_runtime = s.time
     c.SlurmSpawner.env_keep = ["PATH", "LANG", "LC_ALL", "SLURM_CONF"]
-else:
-    c.JupyterHub.spawner_class = "localprocess"
+else:       # each JupyterLab in a cgroup with the class's [hub] server_* limits
+    c.JupyterHub.spawner_class = "pplab.classroom.spawner.LimitedSpawner"
 
 # nbgrader, as its documentation sets it up for a class with several graders: the
 # formgrader is a service named after the course, run by the grader account in the course
@@ -59,7 +59,12 @@ c.JupyterHub.load_roles = [
     {"name": formgraders, "groups": [formgraders],
      "scopes": [f"access:services!service={s.course_id}", "list:services",
                 f"read:services!service={s.course_id}"]},
-    {"name": "server", "scopes": ["inherit"]},      # an instructor's course list finds it
+    # the token in every JupyterLab and its kernels ($JUPYTERHUB_API_TOKEN) reaches only its
+    # own server: never the formgrader or the grader account (an instructor opens those
+    # logged in, from the hub's Services menu); and nobody's login can make tokens
+    {"name": "server", "scopes": ["users:activity!user", "access:servers!server"]},
+    {"name": "user", "scopes": ["read:users!user", "users:activity!user", "servers!user",
+                                "access:servers!user"]},
     {"name": "idle-culler", "services": ["idle-culler"],
      "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
 ]
