@@ -76,9 +76,9 @@ def streams_vs_simulate(figs: dict, repeats: int = 5) -> None:
     """The stream model (lowering + messages on their own streams) against the compute-only
     executor on the same kept schedule, in the same run: what a network slider costs. The
     first stream run of a schedule and lowering is the full worklist (recorded); a slider's
-    later ones replay it (``pplab/sim/stream_replay.py``). Goal: ≤ 4× the compute-only path
+    later ones replay it (``pplab/streams/replay.py``). Goal: ≤ 4× the compute-only path
     at interleaved P=32, M=128 (the last line prints that ratio)."""
-    from pplab.sim.streams import Link, simulate_streams
+    from pplab.streams import Link, simulate_streams
     link = Link(latency=0.1, bandwidth=1.0, act_bytes=0.05)
     print(f"\n{'simulate one kept schedule':27s} {'actions':>8s} {'compute ms':>11s} "
           f"{'streams ms':>11s} {'ratio':>6s} {'first streams run ms':>21s}")

@@ -38,7 +38,7 @@ class Transfer(NamedTuple):
     """Communication seen on one rank's lane: a point-to-point message (``kind`` "act" or
     "grad", from ``src`` to ``dst``) or an expert-parallel all-to-all (``kind`` "a2a",
     ``src == dst``, the rank doing it), from its start to the moment its data is there.
-    Simulated by :mod:`pplab.sim.streams`; a measured run may record them too."""
+    Simulated by :mod:`pplab.streams`; a measured run may record them too."""
     src: int
     dst: int
     kind: str

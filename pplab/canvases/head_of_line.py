@@ -16,7 +16,7 @@ from typing import Any
 from ..probe.env import browser_note, in_browser
 from ..scene import scene, timeline_panel
 from ..sim import Costs, simulate
-from ..sim.streams import Link, simulate_streams, warmup_end
+from ..streams import Link, simulate_streams, warmup_end
 from .base import Canvas, build_canvas, int_slider, message_html
 from .cache import KEPT
 

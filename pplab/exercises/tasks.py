@@ -20,8 +20,8 @@ from typing import Callable
 #: every executor that times a schedule: a task that cuts the simulator cuts them all
 #: (``timeline.run_events``, the simulator's last step, lives where it is defined)
 SIMULATORS = ("sim.entry.*", "sim.reference.*", "sim.fast.*", "sim.plan.*", "sim.costs.*",
-              "sim.dependencies.*", "sim.contention.*", "sim.streams.*", "sim.stream_run.*",
-              "sim.stream_replay.*")
+              "sim.dependencies.*", "sim.contention.*", "streams.model.*", "streams.worklist.*",
+              "streams.replay.*")
 
 #: the message plans a counting task asks for (the lowering's public functions)
 MESSAGE_PLANS = ("lower.lower", "lower.messages", "lower.p2p_messages", "lower.in_order_plan",

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..ir import Schedule
 from ..sim import Costs, simulate
-from ..sim.streams import Link, simulate_streams
+from ..streams import Link, simulate_streams
 from .model import RECOMPUTE, TinyConfig
 
 

@@ -29,7 +29,7 @@ AXIS_COLORS = {"tp": "#CC79A7", "pp": "#56B4E9", "dp": "#F0E442"}
 RECOMPUTE_COLORS = {"none": "#0072B2", "selective": "#009E73", "full": "#E69F00"}
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#999999")
 GB = 1e9
-#: communication lanes (pplab.sim.streams): activations, gradients, expert all-to-all
+#: communication lanes (pplab.streams): activations, gradients, expert all-to-all
 LANE_COLORS = {"act": "#56B4E9", "grad": "#E69F00", "a2a": "#555555"}
 LANE_NAMES = {"act": "activation message", "grad": "gradient message",
               "a2a": "expert all-to-all"}

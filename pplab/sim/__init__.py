@@ -5,11 +5,9 @@
 ``reference.py`` states the rules and is the oracle; ``fast.py`` returns its events faster.
 ``plan.py`` compiles a schedule for the fast one. ``costs.py`` says what an op costs,
 ``dependencies.py`` what it waits for. Optional models on top: ``contention.py`` (ranks
-sharing CPU cores, ``simulate(..., cores=C)``), ``streams.py`` (communication as its own
-stream: ``simulate_streams(schedule, costs, Link(...))``, above the lowering it plays; its
-worklist is ``stream_run.py``, its slider-speed replay ``stream_replay.py``),
-``overlap.py`` (the F&B pair's price) and ``calibrate.py`` (fitting ``Costs`` to measured
-runs).
+sharing CPU cores, ``simulate(..., cores=C)``), ``overlap.py`` (the F&B pair's price) and
+``calibrate.py`` (fitting ``Costs`` to measured runs). Communication as its own stream is
+``pplab.streams``, above this package and above the lowering it plays.
 """
 from .costs import Costs
 from .dependencies import dependencies, dependency_keys

@@ -55,11 +55,11 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = 
     ``executor`` as for :func:`execute` (every choice gives the same timeline).
     ``cores``: the ranks share that many CPU cores (``pplab.sim.contention``); None, the
     default, gives each rank its own. Communication as its own stream is the stream model's
-    entry, ``pplab.sim.streams.simulate_streams`` (it sits above the lowering, which this
+    entry, ``pplab.streams.simulate_streams`` (it sits above the lowering, which this
     one sits below)."""
     if "network" in cost_kw:
         raise TypeError("simulate has no network=: for communication as its own stream call "
-                        "pplab.sim.streams.simulate_streams(schedule, costs, link)")
+                        "pplab.streams.simulate_streams(schedule, costs, link)")
     if costs is None:
         costs = Costs(**cost_kw)
     elif cost_kw:

@@ -12,7 +12,7 @@ it at the bound, ``max(Fc + Bc, Fa + Ba, Fc + Fa, Bc + Ba)``. So a pair is never
 either half run alone, never longer than both back to back, and shorter than ``F + B`` by
 exactly the communication it hides.
 
-Here the all-to-all is folded into the op costs. ``pplab.sim.streams`` runs the same model with
+Here the all-to-all is folded into the op costs. ``pplab.streams`` runs the same model with
 the all-to-all as communication of its own (``Link(ep_a2a=(fa, ba))`` with ``tf=fc, tb=bc``),
 drawn on each rank's lane, and gives these figures event for event. Both leave out that the
 SMs given to communication slow the compute.

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from pplab.canvases import head_of_line as H
-from pplab.sim.streams import warmup_end
+from pplab.streams import warmup_end
 
 GRID = list(itertools.product(range(H.HOL_P[0], H.HOL_P[1] + 1),
                               range(H.HOL_M[0], H.HOL_M[1] + 1),

@@ -87,7 +87,7 @@ def test_bad_cores_is_a_one_line_error(cores):
 def test_network_is_not_simulates_and_the_error_says_where_it_is():
     """The stream model sits above the lowering, which the plain simulator sits below, so
     ``simulate`` has no ``network=``; a one-line error names the stream model's entry."""
-    from pplab.sim.streams import Link
+    from pplab.streams import Link
     for kw in ({}, {"cores": 2}):
         with pytest.raises(TypeError, match="simulate_streams") as e:
             simulate(make_schedule("1f1b", 4, 8), network=Link(latency=0.1), **kw)

@@ -26,7 +26,7 @@ from pplab.memory import ParallelConfig, get_preset, memory_report
 from pplab.text import timeline_to_text
 from pplab.scene import bubble_curve_panel, timeline_panel
 from pplab.sim import calibrate, overlap
-from pplab.sim.streams import Link, simulate_streams
+from pplab.streams import Link, simulate_streams
 for name in NAMES:
     s = make_schedule(name, 4, 8)
     validate(s)
@@ -56,7 +56,7 @@ def test_pure_core_and_render_without_drawing_import_no_heavy_library():
     assert out.stdout.strip() == "", f"the pure core imported: {out.stdout.strip()}"
 
 
-PURE_PACKAGES = ["pplab/*.py", "pplab/sim/*.py", "pplab/probe/*.py", "pplab/schedules/*.py",
+PURE_PACKAGES = ["pplab/*.py", "pplab/sim/*.py", "pplab/streams/*.py", "pplab/probe/*.py", "pplab/schedules/*.py",
                  "pplab/memory/*.py",
                  "pplab/exercises/*.py", "pplab/scene/__init__.py", "pplab/scene/panels.py",
                  "pplab/scene/bubble.py"]
@@ -101,17 +101,9 @@ def _pplab_imports(path: pathlib.Path):
                         else [".".join(base)])
 
 
-#: sub-packages whose modules sit at different heights among the root's: each module is its
-#: own unit (the executor sits below validate and lower, the stream model above lower)
-WINGS = ("sim",)
-
-
 def _unit(name: str) -> str:
-    """The layer unit a module belongs to: a top-level module, a sub-package, or one module
-    of a wing."""
+    """The layer unit a module belongs to: a top-level module or a sub-package."""
     parts = [p for p in name.split(".") if p != "__init__"]
-    if len(parts) > 2 and parts[1] in WINGS:
-        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else "pplab"
 
 
@@ -163,7 +155,7 @@ def test_ground_floor_and_drawing_import_only_downward():
 ROOT_MODULES = {"__init__", "keys", "ir", "registry", "timeline", "validate", "lower", "torch_format",
                 "partition", "closed_forms", "search", "text", "trace"}
 #: and its wings and layers, each one folder
-ROOT_PACKAGES = {"sim", "probe", "schedules", "memory", "scene", "draw", "canvases", "course",
+ROOT_PACKAGES = {"sim", "streams", "probe", "schedules", "memory", "scene", "draw", "canvases", "course",
                  "exercises", "runtime", "grading", "cli", "classroom"}
 
 
@@ -178,20 +170,14 @@ def test_the_package_root_holds_only_the_core_and_its_folders():
                                        f"missing: {sorted(ROOT_PACKAGES - packages)}")
 
 
-#: the simulator's floor: what validate and lower run, below every other unit but ir/timeline
-SIM_FLOOR = ("sim", "sim.entry", "sim.reference", "sim.fast", "sim.plan", "sim.costs",
-             "sim.dependencies")
-
-
-def test_the_simulator_floor_stands_on_the_ir_and_the_timeline_alone():
-    """The executor the validator and the lowering call imports nothing above it (the models
-    on top, streams and calibrate, may import the lowering; the floor may not)."""
+def test_the_simulator_stands_on_the_ir_and_the_timeline_alone():
+    """The executor the validator and the lowering call imports nothing above it; the
+    stream model, which plays the lowering's lists, sits above both."""
     graph = _unit_graph()
-    allowed = {"keys", "ir", "timeline", "sim.contention", *SIM_FLOOR}
-    for unit in SIM_FLOOR:
-        above = set(graph.get(unit, {})) - allowed
-        assert not above, f"{unit} imports {sorted(above)} (e.g. {graph[unit][min(above)]})"
-    assert "sim.entry" in graph["validate"] or "sim" in graph["validate"]
+    assert set(graph["sim"]) <= {"keys", "ir", "timeline"}, \
+        f"pplab/sim imports {sorted(set(graph['sim']) - {'keys', 'ir', 'timeline'})}"
+    assert "sim" in graph["validate"] and "sim" in graph["lower"]
+    assert {"sim", "lower"} <= set(graph["streams"])
 
 
 def test_csv_interop_only_through_torch_format():

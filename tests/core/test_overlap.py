@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from pplab import Costs, make_schedule, simulate
 from pplab.sim.overlap import ChunkCosts, check_tfb, pair_time, tfb_range
-from pplab.sim.streams import Link, simulate_streams
+from pplab.streams import Link, simulate_streams
 
 times = st.floats(min_value=0.0, max_value=8.0, allow_nan=False).map(lambda x: round(x, 3))
 

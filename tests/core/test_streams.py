@@ -1,4 +1,4 @@
-"""The stream model (pplab/sim/streams.py): today's executor where they mean the same thing, and
+"""The stream model (pplab/streams/model.py): today's executor where they mean the same thing, and
 the effects it exists for where they do not (bandwidth, in-order queues, blocking receives,
 DualPipe's hidden all-to-all)."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pplab import Costs, DeadlockError, make_schedule, simulate
 from pplab.lower import LOWERINGS, lower
 from pplab.memory import boundary_activation_bytes
 from pplab.sim.overlap import ChunkCosts
-from pplab.sim.streams import Link, simulate_streams
+from pplab.streams import Link, simulate_streams
 from pplab.timeline import Timeline
 
 from schedule_cases import valid_schedules

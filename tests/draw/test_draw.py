@@ -128,7 +128,7 @@ def test_draw_does_not_touch_pyplot():
 
 def test_stream_model_messages_and_all_to_alls_get_thin_lanes():
     from pplab.scene import timeline_panel
-    from pplab.sim.streams import Link, simulate_streams
+    from pplab.streams import Link, simulate_streams
     sched = make_schedule("dualpipe", 4, 8)
     tl = simulate_streams(sched, tf=1, tb=2, link=Link(latency=0.3, ep_a2a=(0.5, 0.5)))
     panel = timeline_panel(tl)

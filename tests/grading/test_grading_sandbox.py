@@ -529,7 +529,7 @@ def test_the_newer_simulators_are_no_way_round_a_cut_simulator(tmp_path):
             "rows = ((A(0, 'F', 0), A(0, 'F', 1), A(0, 'B', 0), A(0, 'B', 1)),\n"
             "        (A(1, 'F', 0), A(1, 'B', 0), A(1, 'F', 1), A(1, 'B', 1)))\n"
             "s = Schedule('mine', 2, 2, (0, 1), rows)\n"
-            "from pplab.sim.streams import Link, simulate_streams\n"
+            "from pplab.streams import Link, simulate_streams\n"
             "from pplab.sim import contention\n"
             "for name, run in (('streams', lambda: simulate_streams(s, None, Link())),\n"
             "                  ('contention', lambda: contention.execute(\n"

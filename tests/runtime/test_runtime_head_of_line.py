@@ -8,7 +8,7 @@ front-loaded run's twin ends one forward later than the just-in-time one's, so a
 receives did not block where posted would end its warm-up a forward early and fail on a
 quiet machine. How close the measured gap comes: ``head_of_line_canvas``'s measured panel."""
 from pplab.canvases.head_of_line import measure_head_of_line, measured_text
-from pplab.sim.streams import warmup_end
+from pplab.streams import warmup_end
 
 
 def test_front_loaded_receives_end_the_warm_up_later_on_real_processes():

@@ -1,6 +1,6 @@
 """The stream model at slider speed: a recorded run replayed with other numbers.
 
-``stream_run.StreamRun`` records, on the tag-matched transport, the steps that move a rank's
+``worklist.StreamRun`` records, on the tag-matched transport, the steps that move a rank's
 clock in the order they ran: an op, or a blocking receive's wait. That order depends on the
 schedule, its lowering and whether receives block, never on a time. A later simulation of
 the same schedule and lowering with other costs, latency or bandwidth (a slider) walks the
@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..lower import Message
+from ..sim.fast import Run
+from ..sim.plan import Plan
 from ..timeline import Transfer
-from .fast import Run
-from .plan import Plan
-from .stream_run import WAIT
+from .worklist import WAIT
 
 
 class Recording(NamedTuple):

@@ -27,8 +27,8 @@ With infinite bandwidth, zero latency and no all-to-all this is ``simulate`` exa
 (tests/core/test_streams.py checks both on every schedule).
 
 The first run of a schedule and lowering is a worklist over the lowered lists
-(``stream_run.py``); on the tag-matched transport it is recorded, and a later run with other
-costs or link numbers (a slider) replays it in one straight pass (``stream_replay.py``).
+(``worklist.py``); on the tag-matched transport it is recorded, and a later run with other
+costs or link numbers (a slider) replays it in one straight pass (``replay.py``).
 """
 from __future__ import annotations
 
@@ -39,12 +39,12 @@ from typing import Sequence
 from ..ir import Item, Schedule, gc_paused, op_of_key
 from ..lower import LOWERINGS, lower
 from ..memory.activations import boundary_activation_bytes
+from ..sim.costs import Costs
+from ..sim.overlap import pair_time
+from ..sim.plan import plan
 from ..timeline import Timeline
-from .costs import Costs
-from .overlap import pair_time
-from .plan import plan
-from .stream_replay import ReplayedTransfers, recording, replay
-from .stream_run import StreamRun, compile_rows
+from .replay import ReplayedTransfers, recording, replay
+from .worklist import StreamRun, compile_rows
 
 QUEUES = (None, "pair", "rank")
 
@@ -147,9 +147,9 @@ def simulate_streams(schedule: Schedule, costs=None, link: Link | None = None,
     """Simulate ``schedule``'s lowered lists (``lowered``, or ``link.lowering``'s) on
     ``link``; returns a Timeline whose ``transfers`` hold every message and all-to-all.
 
-    The first run of a schedule on a tag-matched link is recorded (``stream_run.py``); a
+    The first run of a schedule on a tag-matched link is recorded (``worklist.py``); a
     later one with the same lowering and receives, whatever the costs and numbers of the
-    link, replays it (``stream_replay.py``), as fast as a slider needs."""
+    link, replays it (``replay.py``), as fast as a slider needs."""
     if costs is None:
         costs = Costs(**cost_kw)
     link = link or Link()

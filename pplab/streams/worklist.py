@@ -1,4 +1,4 @@
-"""The stream model's run (``streams.py`` states the model): the lowered lists played as a
+"""The stream model's run (``model.py`` states the model): the lowered lists played as a
 worklist, the way the reference executor plays the compute lists. A rank runs its items in
 order until it needs something not known yet (an op's input, a message's data, a queue's
 head), and is woken when that becomes known, so the cost is linear in the items.
@@ -6,15 +6,15 @@ head), and is woken when that becomes known, so the cost is linear in the items.
 Nothing waits on a time, only on "known yet", so the order of the steps is fixed by the
 schedule, its lowering and the link's kind (queues, blocking receives), never by costs,
 latency or bandwidth. On the tag-matched transport the run records its steps (``steps``):
-``stream_replay.py`` replays them with other numbers in one straight pass.
+``replay.py`` replays them with other numbers in one straight pass.
 """
 from __future__ import annotations
 
 from ..ir import Comm, Schedule
 from ..lower import Message, message_of
+from ..sim.dependencies import dependency_keys
+from ..sim.reference import DeadlockError
 from ..timeline import Event, Transfer
-from .dependencies import dependency_keys
-from .reference import DeadlockError
 
 #: ``Step.op`` of a step that is a blocking receive's wait, not an op
 WAIT = -1
