@@ -26,6 +26,7 @@ import time
 from figures import record
 
 from pplab import NAMES, make_schedule, simulate
+from pplab.sim import compile_schedule
 from pplab.registry import spec
 
 SMALL = (8, 32, 2)
@@ -52,7 +53,8 @@ def median_ms(fn, repeats: int) -> float:
 
 def executors_at_scale(figs: dict, repeats: int = 5) -> None:
     """make + simulate with each executor, a fresh schedule each time (nothing compiled
-    ahead), and simulate alone on a kept schedule (a cost slider: the plan is reused)."""
+    ahead), and simulate alone on a kept schedule (a cost slider: its compile_schedule value
+    is reused)."""
     print(f"\n{'make + simulate':24s} {'actions':>8s} {'make ms':>8s} {'reference ms':>13s} "
           f"{'fast ms':>8s} {'ratio':>6s} {'goal 50':>8s} {'costs only ms':>14s}")
     for name, P, M, V in AT_SCALE:
@@ -62,8 +64,9 @@ def executors_at_scale(figs: dict, repeats: int = 5) -> None:
                                                 tw=1, executor=ex), repeats)
                      for ex in ("reference", "auto"))
         kept = make_schedule(name, P, M, V)
-        simulate(kept, tf=1, tb=2, tw=1)
-        costs_only = median_ms(lambda: simulate(kept, tf=1.5, tb=2, tw=1, comm=0.1), repeats)
+        compiled = compile_schedule(kept)
+        costs_only = median_ms(lambda: simulate(kept, tf=1.5, tb=2, tw=1, comm=0.1,
+                                                compiled=compiled), repeats)
         print(f"{name + f' P={P} M={M} V={V}':24s} {n:8d} {make:8.0f} {ref:13.0f} {fast:8.0f} "
               f"{ref / fast:6.2f} {'met' if fast <= 50 else 'missed':>8s} {costs_only:14.0f}")
         key = f"{name}_p{P}"
@@ -78,7 +81,7 @@ def streams_vs_simulate(figs: dict, repeats: int = 5) -> None:
     first stream run of a schedule and lowering is the full worklist (recorded); a slider's
     later ones replay it (``pplab/streams/replay.py``). Goal: ≤ 4× the compute-only path
     at interleaved P=32, M=128 (the last line prints that ratio)."""
-    from pplab.streams import Link, simulate_streams
+    from pplab.streams import Link, compile_streams, simulate_streams
     link = Link(latency=0.1, bandwidth=1.0, act_bytes=0.05)
     print(f"\n{'simulate one kept schedule':27s} {'actions':>8s} {'compute ms':>11s} "
           f"{'streams ms':>11s} {'ratio':>6s} {'first streams run ms':>21s}")
@@ -86,13 +89,14 @@ def streams_vs_simulate(figs: dict, repeats: int = 5) -> None:
     for name, P, M, V in (("1f1b", 8, 32, 1), ("interleaved", 8, 32, 2),
                           ("dualpipev", 8, 32, 2), AT_SCALE[0]):
         kept = make_schedule(name, P, M, V)
-        simulate(kept, tf=1, tb=2, tw=1)
+        compiled = compile_schedule(kept)
         t0 = time.perf_counter()
-        simulate_streams(kept, tf=1, tb=2, tw=1, link=link)
+        streams_kept = compile_streams(kept, link.lowering, link.blocking)
         first = (time.perf_counter() - t0) * 1e3
-        today = median_ms(lambda: simulate(kept, tf=1.5, tb=2, tw=1, comm=0.1), repeats)
-        streams = median_ms(lambda: simulate_streams(kept, tf=1.5, tb=2, tw=1, link=link),
-                            repeats)
+        today = median_ms(lambda: simulate(kept, tf=1.5, tb=2, tw=1, comm=0.1,
+                                           compiled=compiled), repeats)
+        streams = median_ms(lambda: simulate_streams(kept, tf=1.5, tb=2, tw=1, link=link,
+                                                     compiled=streams_kept), repeats)
         ratio = streams / today
         print(f"{name + f' P={P} M={M} V={V}':27s} {kept.num_actions:8d} {today:11.1f} "
               f"{streams:11.1f} {ratio:6.1f} {first:21.0f}")

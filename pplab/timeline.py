@@ -307,11 +307,8 @@ class Timeline:
     def peak_inflight(self) -> list[int]:
         """Per-rank peak of activations alive, in the order the events actually ran."""
         run = self._columns()
-        if run is not None:                 # the run order is the schedule's: kept with it
-            peaks = run.memo.get("peaks")
-            if peaks is None:
-                peaks = run.memo["peaks"] = run_peaks(run)
-            return list(peaks)
+        if run is not None:                 # a fast run's order per rank is the schedule's
+            return run_peaks(run)
         return [int(round(max(inflight_profile(e.op for e in evs), default=0)))
                 for evs in self.events_by_rank()]
 
@@ -366,10 +363,7 @@ class Timeline:
         if run is None:
             return [([e.start for e in evs], [e.end for e in evs], [e.op.kind for e in evs])
                     for evs in self.events_by_rank()]
-        kinds = run.memo.get("kinds")
-        if kinds is None:
-            kinds = run.memo["kinds"] = op_kinds(run.keys)
-        b = run.bounds
+        kinds, b = op_kinds(run.keys), run.bounds
         return [(s, e, kinds[lo:hi]) for (s, e), lo, hi in zip(self._rank_slices(run), b, b[1:])]
 
     @classmethod

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .menus import menu
-from ..sim import Costs, simulate
+from ..sim import Costs, compile_schedule, simulate
 from ..text import metrics_line, per_rank
 from .cache import KEPT
 
@@ -33,8 +33,7 @@ SCHEDULES = menu("timeline")
 
 
 def summary(tl, one_line: bool = False) -> str:
-    """Makespan, bubble both ways, per-rank peak in-flight (a simulated timeline's peaks are
-    kept with the schedule's plan: a cost slider does not redo them): one line, or from
+    """Makespan, bubble both ways, per-rank peak in-flight: one line, or from
     P = 17 on the peaks below it, 16 ranks a line (``text.per_rank``); ``one_line``: there,
     the largest and the smallest peak instead (a canvas that draws the peaks as bars)."""
     peaks = tl.peak_inflight
@@ -58,7 +57,9 @@ def simulate_or_message(schedule: str, P: int, M: int, V: int | None = None, *, 
     schedule is the one :data:`KEPT` holds for these P, M, V (a cost slider rebuilds nothing)."""
     try:
         sched = KEPT.schedule(schedule, P, M, V)
-        return simulate(sched, _costs(tf, tb, tw, comm, fixed)), None
+        compiled = KEPT.for_schedule("compiled", schedule, P, M, V,
+                                     lambda: compile_schedule(sched))
+        return simulate(sched, _costs(tf, tb, tw, comm, fixed), compiled=compiled), None
     except ValueError as e:           # ScheduleError, DeadlockError and bad costs are ValueErrors
         return None, f"{schedule} with P={P}, M={M}" + (f", V={V}" if V is not None else "") \
             + f": {e}"

@@ -7,7 +7,8 @@ call would make):
 
 * ``schedules``: ``(what, name, P, M, V)`` → a built schedule, and anything compiled from
   one schedule for the simulator, under its own ``what`` (at P=64, M=256 the build alone is
-  ~100 000 actions; the simulator's compiled run order lives on the schedule it compiled);
+  ~100 000 actions; ``sim.compile_schedule``'s value, "compiled", sits beside its schedule,
+  so a configuration takes two places and the shelf holds 12);
 * ``values``: ``(what, *arguments)`` → a number a canvas derives from several simulations
   (lesson 05's makespan-vs-V curve);
 * ``pictures``: ``(render function, its arguments)`` → the ``(scene, message)`` it returned.
@@ -71,7 +72,7 @@ def picture_key(render_fn, kw: dict) -> Hashable | None:
 class CanvasCache:
     """The schedules, derived values and pictures the canvases keep (module docstring)."""
 
-    def __init__(self, schedules: int = 4, values: int = 512, pictures: int = 64,
+    def __init__(self, schedules: int = 12, values: int = 512, pictures: int = 64,
                  ahead: int = 4):
         self.schedules, self.values = Shelf(schedules), Shelf(values)
         self.pictures, self.ahead = Shelf(pictures), Shelf(ahead)

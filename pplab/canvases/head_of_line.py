@@ -16,7 +16,7 @@ from typing import Any
 from ..probe.env import browser_note, in_browser
 from ..scene import scene, timeline_panel
 from ..sim import Costs, simulate
-from ..streams import Link, simulate_streams, warmup_end
+from ..streams import Link, compile_streams, simulate_streams, warmup_end
 from .base import Canvas, build_canvas, int_slider, message_html
 from .cache import KEPT
 
@@ -31,7 +31,11 @@ def simulate_orders(P: int = 2, M: int = 8, V: int = 2, tf=1.0, tb=2.0, latency=
     sched = KEPT.schedule("interleaved", P, M, V)      # kept: a cost slider replays it
     costs = Costs(float(tf), float(tb))
     return {o: simulate_streams(sched, costs, Link(latency=float(latency), lowering=o,
-                                                   blocking=True)) for o in ORDERS}
+                                                   blocking=True),
+                                compiled=KEPT.for_schedule(
+                                    f"streams {o}", "interleaved", P, M, V,
+                                    lambda o=o: compile_streams(sched, o, blocking=True)))
+            for o in ORDERS}
 
 
 def render_head_of_line(P: int = 2, M: int = 8, V: int = 2, tb=2.0, latency=0.0):

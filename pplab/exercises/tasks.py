@@ -19,7 +19,7 @@ from typing import Callable
 
 #: every executor that times a schedule: a task that cuts the simulator cuts them all
 #: (``timeline.run_events``, the simulator's last step, lives where it is defined)
-SIMULATORS = ("sim.entry.*", "sim.reference.*", "sim.fast.*", "sim.plan.*", "sim.costs.*",
+SIMULATORS = ("sim.entry.*", "sim.reference.*", "sim.fast.*", "sim.compiled.*", "sim.costs.*",
               "sim.dependencies.*", "sim.contention.*", "streams.model.*", "streams.worklist.*",
               "streams.replay.*")
 

@@ -30,21 +30,15 @@ def dependencies(schedule: Schedule, action: Action) -> list[Action]:
 
 
 def compile_graph(schedule: Schedule):
-    """The dependency graph with integers for actions, built once per schedule and kept in
-    ``schedule.derived`` (a cost fit simulates one schedule thousands of times).
+    """The dependency graph with integers for actions (the reference, shared-core and stream
+    models walk it; integer look-ups instead of hashing actions make them several times
+    faster).
 
     Returns ``(steps, owned, missing)``: ``steps[rank][step] = (part ids, dependency ids)``
     (a dependency inside the same overlapped pair is left out); ids below ``owned`` are
     actions some rank runs, ids from ``owned`` on are dependencies nobody runs (``missing``
-    lists those actions, for the error message). Integer look-ups instead of hashing
-    actions make the simulator several times faster, which a slider redraw needs.
+    lists those actions, for the error message).
     """
-    if "dependency graph" not in schedule.derived:
-        schedule.derived["dependency graph"] = _compile_graph(schedule)
-    return schedule.derived["dependency graph"]
-
-
-def _compile_graph(schedule: Schedule):
     keys = [[[(a.stage, a.kind, a.microbatch) for a in op.parts] for op in ops]
             for ops in schedule.ranks]
     ids: dict[tuple, int] = {}

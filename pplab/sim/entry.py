@@ -12,6 +12,7 @@ from ..ir import Op, Schedule, op_of_key
 from ..keys import PAIR_CLASS_MASK
 from ..timeline import Event, Timeline, run_events
 from . import fast
+from .compiled import CompiledSchedule
 from .costs import Costs
 from .dependencies import compile_graph
 from .reference import execute_reference
@@ -39,20 +40,27 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0
     return execute_reference(schedule, duration, comm)
 
 
-def _fast_run(schedule: Schedule, duration, comm: float, executor: str, by_class: bool):
+def _fast_run(schedule: Schedule, duration, comm: float, executor: str, by_class: bool,
+              compiled: CompiledSchedule | None = None):
     """The fast executor's columns (``fast.Run``), or None where the reference
     answers: asked for by name, or a schedule the fast one steps aside from."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     if executor == "reference":
         return None
-    return fast.run(schedule, duration, comm, by_class)
+    if compiled is not None and compiled.schedule is not schedule \
+            and compiled.schedule != schedule:
+        raise ValueError("compiled= is compile_schedule(schedule) of the schedule simulated")
+    return fast.run(schedule, duration, comm, by_class, compiled)
 
 
 def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = "auto",
-             cores: float | None = None, **cost_kw) -> Timeline:
+             cores: float | None = None, compiled: CompiledSchedule | None = None,
+             **cost_kw) -> Timeline:
     """Simulate ``schedule`` under ``costs`` (or keyword costs, e.g. ``tf=1, tb=2``);
     ``executor`` as for :func:`execute` (every choice gives the same timeline).
+    ``compiled``: ``compile_schedule(schedule)``, kept by a caller that simulates the same
+    schedule again (a cost slider, a search): it skips the compile.
     ``cores``: the ranks share that many CPU cores (``pplab.sim.contention``); None, the
     default, gives each rank its own. Communication as its own stream is the stream model's
     entry, ``pplab.streams.simulate_streams`` (it sits above the lowering, which this
@@ -71,7 +79,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = 
             "costs": _costs_dict(costs)}
     if cores is None:
         duration = costs.duration_fn(schedule)
-        run = _fast_run(schedule, duration, costs.comm, executor, by_class=True)
+        run = _fast_run(schedule, duration, costs.comm, executor, True, compiled)
         if run is not None:          # columns; the events are made when first read
             return Timeline.from_run(schedule, run, "simulated", meta)
         events = execute_reference(schedule, duration, costs.comm)
@@ -92,13 +100,10 @@ def _shared_cores(schedule: Schedule, costs: Costs, cores: float) -> list[Event]
 
 def _durations_by_class(schedule: Schedule, duration) -> list[list[float]]:
     """Each rank's op durations, ``duration`` asked once per duration class (it reads only
-    kinds and stages, as ``Costs.duration_fn`` does); per op where there are no keys."""
-    rank_keys = schedule.rank_keys()
-    if rank_keys is None:
-        return [list(map(duration, ops)) for ops in schedule.ranks]
+    kinds and stages, as ``Costs.duration_fn`` does)."""
     table: dict[int, float] = {}
     out = []
-    for row in rank_keys:
+    for row in schedule.rank_keys():
         classes = list(map(and_, row, repeat(PAIR_CLASS_MASK)))
         for c in set(classes) - table.keys():
             table[c] = duration(op_of_key(c))     # a class is its microbatch 0's key

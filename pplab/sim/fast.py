@@ -1,22 +1,23 @@
 """The simulator's fast executor: the reference's events, same order, same float operations.
 
-``pplab.sim.reference.execute_reference`` stays the oracle; this module replays its worklist
-(the same ranks woken in the same order) and so returns exactly its times. It is faster
-because it works on the schedule's integer keys (``pplab.keys``), never on Action objects,
-and because of three facts:
+``pplab.sim.reference.execute_reference`` stays the oracle; this module gives exactly its
+times. It is faster because it works on the schedule's integer keys (``pplab.keys``), never
+on Action objects, and because of three facts:
 
 * **Only cross-rank inputs matter.** A dependency run earlier on the same rank ended before
   the rank became free, so it never moves a start time (durations are ≥ 0) and never
-  blocks; the compile (``plan.py``) only checks that it comes earlier. What is left is one
-  input per op from another rank (up to two for an overlapped pair), found once, as an index.
+  blocks; the compile (``compiled.py``) only checks that it comes earlier. What is left is
+  one input per op from another rank (up to two for an overlapped pair), found once.
 * **The run order does not depend on the costs.** The reference blocks on "not run yet",
-  never on a time, so its order is fixed by the schedule. The first simulation records
-  it; later ones (a cost slider, the search, the planner) walk it in one straight loop.
-* **Columns, not objects.** The result is the run order and a start and an end per op
-  (:class:`Run`); ``Timeline`` makes Event objects from them only when they are read.
+  never on a time, so its order is fixed by the schedule: ``compile_schedule`` finds it
+  once (``CompiledSchedule.order``), and a caller that keeps that value simulates with one
+  straight timing pass along it; a schedule nobody kept runs the worklist (``first_run``),
+  one pass that finds the order and the times together.
+* **Columns, not objects.** The result is a start and an end per op (:class:`Run`);
+  ``Timeline`` makes Event objects from them only when they are read.
 
-Anything unusual (see ``plan.py``; a deadlock, a negative duration) makes the fast path step
-aside: the caller then runs the reference, which raises its own, well-worded error.
+Anything unusual (see ``compiled.py``; a deadlock, a negative duration) makes the fast path
+step aside: the caller then runs the reference, which raises its own, well-worded error.
 """
 from __future__ import annotations
 
@@ -24,36 +25,35 @@ from itertools import chain
 from typing import Callable, NamedTuple
 
 from ..ir import Op, Schedule, gc_paused, op_of_key
-from ..timeline import run_events
-from .plan import PAIR, Plan, plan
+from .compiled import PAIR, CompiledSchedule, Inputs, schedule_inputs
 
-#: the end time of the part ``Plan.nothing``: never the later of two times
+#: the end time of the part ``CompiledSchedule.nothing``: never the later of two times
 NEVER = float("-inf")
 
 
 class Run(NamedTuple):
     """One simulation as columns over the schedule's ops in rank-major order: op ``i`` ran
     on ``rank[i]`` from ``start[i]`` to ``end[i]``; ``order`` is the reference's event
-    order; ``bounds[r]`` .. ``bounds[r + 1] - 1`` are rank r's ops."""
-    order: list[int]
-    rank: list[int]
+    order; ``bounds[r]`` .. ``bounds[r + 1] - 1`` are rank r's ops, ``keys[i]`` op i's key."""
+    order: tuple
+    rank: tuple
     start: list[float]
     end: list[float]
-    bounds: list[int]
-    keys: list
-    #: what depends on the schedule alone (per-rank peaks, kinds), kept with its plan
-    memo: dict
+    bounds: tuple
+    keys: tuple
 
 
-def first_run(pl: Plan, dur: list[float], comm: float):
-    """The reference's worklist: ``(start, end)``, ``pl.order`` filled in, or None where
-    the reference must answer (a deadlock). A rank runs until an input from another rank
-    is missing, then waits for that part (``Plan`` numbers the parts)."""
-    n, source, part_source, bounds = pl.n, pl.source, pl.part_source, pl.bounds
+def first_run(c: Inputs, dur: list[float], comm: float):
+    """The reference's worklist: ``(start, end, order)``, or None where the reference must
+    answer (a deadlock). A rank runs until an input from another rank is not made yet,
+    then waits for that part (``Inputs`` numbers the parts), and is woken when it is made.
+    What a simulation of a schedule nobody kept compiled runs; ``compile_schedule`` runs
+    it once without costs to keep the order."""
+    n, source, part_source, bounds = c.n, c.source, c.part_source, c.bounds
     P = len(bounds) - 1
     start, end, waiter = [0.0] * n, [None] * (2 * n + 1), [None] * (2 * n)
-    end[pl.nothing] = NEVER
-    pointer, free_at, stretches = bounds[:P], [0.0] * P, []
+    end[c.nothing] = NEVER
+    pointer, free_at, stretches = list(bounds[:P]), [0.0] * P, []
     todo = list(range(P))
     pop, push = todo.pop, todo.append
     while todo:
@@ -94,18 +94,16 @@ def first_run(pl: Plan, dur: list[float], comm: float):
         stretches.append(range(i0, i))
         pointer[rank], free_at[rank] = i, t
     order = list(chain.from_iterable(stretches))
-    if len(order) < n:
-        return None
-    pl.order = order
-    return start, end
+    return None if len(order) < n else (start, end, order)
 
 
-def rerun(pl: Plan, dur: list[float], comm: float):
-    """Times along the recorded run order: one straight pass, every input already done."""
-    n, source, part_source, previous = pl.n, pl.source, pl.part_source, pl.previous()
-    start, end = [0.0] * n, [0.0] * (2 * n + 2)       # end[pl.rank_start] stays 0
-    end[pl.nothing] = NEVER
-    for i in pl.order:
+def timing_pass(c: CompiledSchedule, dur: list[float], comm: float):
+    """``(start, end)`` per op along a kept run order: one straight pass, every input done."""
+    inputs = c.inputs
+    n, source, part_source, previous = inputs.n, inputs.source, inputs.part_source, c.previous
+    start, end = [0.0] * n, [0.0] * (2 * n + 2)       # end[rank_start] stays 0
+    end[inputs.nothing] = NEVER
+    for i in c.order:
         t = end[previous[i]]
         d = source[i]
         if d != PAIR:
@@ -121,33 +119,33 @@ def rerun(pl: Plan, dur: list[float], comm: float):
 
 
 def run(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
-        by_class: bool = False) -> Run | None:
+        by_class: bool = False, compiled: CompiledSchedule | None = None) -> Run | None:
     """The reference's times as columns, or None where the reference must answer.
 
-    ``by_class=True`` promises that ``duration`` depends only on an op's kind and stages
-    (true of ``Costs.duration_fn``): it is then asked once per class, not once per op.
+    ``compiled``: ``compile_schedule(schedule)``, kept by the caller: one timing pass along
+    its order; without it, the schedule's inputs and one worklist pass. ``by_class=True``
+    promises that ``duration`` depends only on an op's kind and stages (true of
+    ``Costs.duration_fn``): it is then asked once per class, not once per op.
     """
     with gc_paused():
-        pl = plan(schedule)
-        if pl is None:
+        inputs = schedule_inputs(schedule) if compiled is None else compiled.inputs
+        if inputs is None:
             return None
         if by_class:
             # a class is the key of its microbatch 0: its op stands for every op of the class
-            table = {c: duration(op_of_key(c)) for c in set(pl.cls)}
-            dur = list(map(table.__getitem__, pl.cls))
+            table = {k: duration(op_of_key(k)) for k in set(inputs.cls)}
+            dur = list(map(table.__getitem__, inputs.cls))
             values = table.values()
         else:
             dur = values = list(map(duration, chain.from_iterable(schedule.ranks)))
         if not all(x >= 0 for x in values):
             return None                          # NaN too: the reference decides
-        times = rerun(pl, dur, comm) if pl.order is not None else first_run(pl, dur, comm)
-        if times is None:
-            return None
-        return Run(pl.order, pl.rank, times[0], times[1], pl.bounds, pl.keys, pl.memo)
-
-
-def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
-            by_class: bool = False) -> list | None:
-    """Events as the reference gives them, or None where the reference must answer."""
-    r = run(schedule, duration, comm, by_class)
-    return None if r is None else run_events(r, schedule)
+        if compiled is not None:
+            start, end = timing_pass(compiled, dur, comm)
+            order = compiled.order
+        else:
+            ran = first_run(inputs, dur, comm)
+            if ran is None:
+                return None
+            start, end, order = ran
+        return Run(order, inputs.rank, start, end, inputs.bounds, inputs.keys)

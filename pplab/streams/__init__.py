@@ -8,6 +8,8 @@ lowering is a worklist (``worklist.py``); a slider's later runs replay it (``rep
 It sits above ``pplab.sim`` (whose compiled schedule and duration rule it reuses) and above
 ``pplab.lower`` (which runs the simulator to order messages), so neither imports it.
 """
-from .model import QUEUES, Link, all_to_all_split, simulate_streams, warmup_end
+from .model import (QUEUES, CompiledStreams, Link, all_to_all_split, compile_streams,
+                    simulate_streams, warmup_end)
 
-__all__ = ["QUEUES", "Link", "all_to_all_split", "simulate_streams", "warmup_end"]
+__all__ = ["QUEUES", "CompiledStreams", "Link", "all_to_all_split", "compile_streams",
+           "simulate_streams", "warmup_end"]

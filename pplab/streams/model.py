@@ -34,16 +34,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from ..ir import Item, Schedule, gc_paused, op_of_key
 from ..lower import LOWERINGS, lower
 from ..memory.activations import boundary_activation_bytes
 from ..sim.costs import Costs
 from ..sim.overlap import pair_time
-from ..sim.plan import plan
+from ..sim.compiled import CompiledSchedule, Inputs, compile_schedule
 from ..timeline import Timeline
-from .replay import ReplayedTransfers, recording, replay
+from .replay import Recording, ReplayedTransfers, recording, replay
 from .worklist import StreamRun, compile_rows
 
 QUEUES = (None, "pair", "rank")
@@ -142,14 +142,43 @@ def _durations(schedule: Schedule, costs, link: Link):
     return duration
 
 
+class CompiledStreams(NamedTuple):
+    """One schedule and lowering compiled for the stream model, kept by the caller to run it
+    again with other costs or link numbers (a slider): the lowered lists as the worklist
+    reads them (``rows``), the schedule compiled for the fast executor, and, on the
+    tag-matched transport, a recorded run (``recording``) that a later run replays. Its
+    order depends on the schedule, the lowering and ``blocking`` alone, never on a time."""
+    schedule: Schedule
+    lowering: str
+    blocking: bool
+    rows: tuple
+    compiled: CompiledSchedule | None
+    recording: Recording | None
+
+
+def compile_streams(schedule: Schedule, lowering: str = "up-front",
+                    blocking: bool = False) -> CompiledStreams:
+    """``schedule`` lowered (``link.lowering``) and compiled for ``simulate_streams``, with
+    its run recorded where a tag-matched link can replay it."""
+    link = Link(lowering=lowering, blocking=blocking)
+    with gc_paused():
+        rows = compile_rows(schedule, lower(schedule, lowering))
+        compiled = compile_schedule(schedule)
+        run = _full_run(schedule, rows, _durations(schedule, Costs(), link), link)
+        rec = None if run.steps is None or compiled is None else recording(run.steps,
+                                                                            run.msgs)
+    return CompiledStreams(schedule, lowering, blocking, rows, compiled, rec)
+
+
 def simulate_streams(schedule: Schedule, costs=None, link: Link | None = None,
-                     lowered: Sequence[Sequence[Item]] | None = None, **cost_kw) -> Timeline:
+                     lowered: Sequence[Sequence[Item]] | None = None, *,
+                     compiled: CompiledStreams | None = None, **cost_kw) -> Timeline:
     """Simulate ``schedule``'s lowered lists (``lowered``, or ``link.lowering``'s) on
     ``link``; returns a Timeline whose ``transfers`` hold every message and all-to-all.
 
-    The first run of a schedule on a tag-matched link is recorded (``worklist.py``); a
-    later one with the same lowering and receives, whatever the costs and numbers of the
-    link, replays it (``replay.py``), as fast as a slider needs."""
+    ``compiled``: what ``compile_streams(schedule, link.lowering, link.blocking)`` returned,
+    kept by the caller; on a tag-matched link its recorded run is replayed with these costs
+    and link numbers (``replay.py``), as fast as a slider needs."""
     if costs is None:
         costs = Costs(**cost_kw)
     link = link or Link()
@@ -161,19 +190,20 @@ def simulate_streams(schedule: Schedule, costs=None, link: Link | None = None,
                      "act_bytes": link.act_bytes, "ep_a2a": list(link.ep_a2a),
                      "lowering": link.lowering, "in_order": link.in_order,
                      "blocking": link.blocking}}
+    if compiled is not None and (compiled.schedule is not schedule or lowered is not None
+                                 or (compiled.lowering, compiled.blocking)
+                                 != (link.lowering, link.blocking)):
+        raise ValueError("compiled= is compile_streams(schedule, link.lowering, "
+                         "link.blocking) of this schedule, without lowered=")
     with gc_paused():        # tens of thousands of small objects, no cycles
-        if lowered is not None:
-            run = _full_run(schedule, compile_rows(schedule, lowered), duration, link)
-            return Timeline(schedule.P, run.events, "simulated", schedule, meta, run.transfers)
-        kept = schedule.derived.setdefault("stream model", {})
-        pl, key = plan(schedule), (link.lowering, link.blocking)
-        rec = kept.get(key) if link.in_order is None and pl is not None else None
-        if rec is None:
-            run = _full_run(schedule, _compiled(schedule, link.lowering), duration, link)
-            if run.steps is not None and pl is not None:
-                kept[key] = recording(run.steps, run.msgs)
-            return Timeline(schedule.P, run.events, "simulated", schedule, meta, run.transfers)
-        return _replayed(schedule, pl, rec, duration, link, meta)
+        if compiled is not None and compiled.recording is not None and link.in_order is None:
+            return _replayed(schedule, compiled.compiled.inputs, compiled.recording, duration, link,
+                             meta)
+        rows = (compiled.rows if compiled is not None else
+                compile_rows(schedule, lowered if lowered is not None else
+                             lower(schedule, link.lowering)))
+        run = _full_run(schedule, rows, duration, link)
+        return Timeline(schedule.P, run.events, "simulated", schedule, meta, run.transfers)
 
 
 def _full_run(schedule: Schedule, compiled, duration, link: Link) -> StreamRun:
@@ -182,7 +212,8 @@ def _full_run(schedule: Schedule, compiled, duration, link: Link) -> StreamRun:
     return run
 
 
-def _replayed(schedule: Schedule, pl, rec, duration, link: Link, meta: dict) -> Timeline:
+def _replayed(schedule: Schedule, pl: Inputs, rec, duration, link: Link,
+              meta: dict) -> Timeline:
     """``rec`` replayed with these durations and this link's numbers, as columns."""
     per_class = {c: duration(op_of_key(c)) for c in set(pl.cls)}
     op_time = {c: d for c, (d, _) in per_class.items()}
@@ -191,7 +222,8 @@ def _replayed(schedule: Schedule, pl, rec, duration, link: Link, meta: dict) -> 
                                 list(map(send_time.__getitem__, rec.kinds)), link.latency)
     a2a = {c: parts for c, (_, parts) in per_class.items()}
     return Timeline.from_run(schedule, run, "simulated", meta,
-                             ReplayedTransfers(rec, pl.cls, a2a, run.start, leave, arrive))
+                             ReplayedTransfers(rec, pl.cls, a2a, run.start, leave,
+                                               arrive))
 
 
 def all_to_all_split(timeline: Timeline) -> dict[str, float]:
@@ -218,12 +250,3 @@ def warmup_end(timeline: Timeline) -> float:
     if not starts:
         raise ValueError("the timeline has no backward on stage 0")
     return min(starts) - timeline.start
-
-
-def _compiled(schedule: Schedule, lowering: str):
-    """``compile_rows`` of one of ``lower``'s orders, kept with the schedule (as the fast
-    executor keeps its plan): a cost or link slider lowers and compiles once."""
-    kept = schedule.derived.setdefault("lowered and compiled", {})
-    if lowering not in kept:
-        kept[lowering] = compile_rows(schedule, lower(schedule, lowering))
-    return kept[lowering]

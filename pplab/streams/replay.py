@@ -4,8 +4,8 @@
 clock in the order they ran: an op, or a blocking receive's wait. That order depends on the
 schedule, its lowering and whether receives block, never on a time. A later simulation of
 the same schedule and lowering with other costs, latency or bandwidth (a slider) walks the
-steps in one straight pass over arrays, the way ``fast.rerun`` walks the executor's run
-order, with the run's own float operations, so the times are equal, not close
+steps in one straight pass over arrays, the way ``fast.timing_pass`` walks the executor's
+run order, with the run's own float operations, so the times are equal, not close
 (tests/core/test_streams.py holds the two together on random costs and links):
 
 * an op starts when its rank is free and every message it waits for has arrived (its
@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from ..lower import Message
 from ..sim.fast import Run
-from ..sim.plan import Plan
+from ..sim.compiled import Inputs
 from ..timeline import Transfer
 from .worklist import WAIT
 
@@ -44,7 +44,7 @@ def recording(steps, messages: list[Message]) -> Recording:
                      [i for _, i, _, _ in steps if i != WAIT])
 
 
-def replay(rec: Recording, pl: Plan, duration: list[float], send_time: list[float],
+def replay(rec: Recording, pl: Inputs, duration: list[float], send_time: list[float],
            latency: float):
     """``(Run, message leave times, message arrivals)`` for durations per op and send
     times per message (module doc)."""
@@ -70,7 +70,7 @@ def replay(rec: Recording, pl: Plan, duration: list[float], send_time: list[floa
             leave[m] = s
             free = send_free[rank] = s + send_time[m]
             arrive[m] = free + latency
-    run = Run(rec.order, pl.rank, start, end, pl.bounds, pl.keys, pl.memo)
+    run = Run(rec.order, pl.rank, start, end, pl.bounds, pl.keys)
     return run, leave, arrive
 
 

@@ -10,7 +10,9 @@ from pplab import make_schedule
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("module", ["pplab/ir.py", "pplab/timeline.py"])
+@pytest.mark.parametrize("module", ["pplab/ir/__init__.py", "pplab/ir/actions.py",
+                                    "pplab/ir/rows.py", "pplab/ir/schedule.py",
+                                    "pplab/timeline.py"])
 def test_every_public_name_has_a_docstring(module):
     tree = ast.parse((ROOT / module).read_text())
     missing = []

@@ -1,5 +1,6 @@
 """Schedules made as integer keys (``Schedule.from_keys``): the same schedules as before,
-equal to plain ones, and Action objects only when read.
+one representation (each rank an ``OpRow`` of keys) whoever built them, Action objects made
+only when read, and nothing written into a schedule after it is built.
 
 ``tests/data/keyed_frozen.json`` holds a hash of every rank's action list for interleaved,
 bfs-1f1b, zbv, dualpipe and dualpipev, generated from the Action-building generators of
@@ -19,7 +20,7 @@ import pytest
 
 from pplab import NAMES, make_schedule, simulate
 from pplab import keys
-from pplab.ir import Action, KeyedSchedule, Overlap, Schedule, op_of_key
+from pplab.ir import Action, OpRow, Overlap, Schedule, op_of_key
 from pplab.keys import key_of as key
 from pplab.keys import pair_key
 from pplab.schedules._common import Streams
@@ -62,19 +63,38 @@ def test_keyed_generators_build_the_schedules_they_built_before():
 
 
 @pytest.mark.parametrize("name", KEYED)
-def test_a_keyed_schedule_is_lazy_and_equal_to_the_plain_one(name):
+def test_a_schedule_has_one_representation_and_nothing_is_written_into_it(name):
     s = make_schedule(name, 4, 8)
-    assert isinstance(s, KeyedSchedule) and "ranks" not in vars(s)
+    assert type(s) is Schedule and all(type(r) is OpRow for r in s.ranks)
+    before = dict(vars(s))
     tl = simulate(s, tf=1, tb=2, tw=1)
-    tl.makespan, tl.peak_inflight, tl.bubble_rate_span
-    assert "ranks" not in vars(s)                  # simulated and measured without Actions
-    plain = Schedule(s.name, s.P, s.M, s.stage_to_rank, s.ranks, s.V, s.copies)
+    tl.makespan, tl.peak_inflight, tl.bubble_rate_span, tl.events
+    assert vars(s) == before and set(vars(s)) == set(before)
+    plain = Schedule(s.name, s.P, s.M, s.stage_to_rank, [list(ops) for ops in s.ranks], s.V,
+                     s.copies)
+    assert all(type(r) is OpRow for r in plain.ranks) and plain.ranks == s.ranks
     assert plain == s and s == plain and hash(plain) == hash(s) and not (plain != s)
     other = dataclasses.replace(plain, name="other")
     assert other != s and s != other
     assert pickle.loads(pickle.dumps(s)) == s
     assert dataclasses.replace(s, name="renamed").ranks == s.ranks
     assert Schedule.from_dict(s.to_dict()) == s
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.ranks = ()
+    with pytest.raises(AttributeError):
+        s.ranks[0].keys = ()
+
+
+def test_a_row_reads_as_its_ops_and_refuses_what_keys_cannot_hold():
+    row = OpRow.of_ops([Action(0, "F", 0), Overlap(Action(0, "F", 1), Action(3, "B", 0))])
+    assert list(row) == [Action(0, "F", 0), Overlap(Action(0, "F", 1), Action(3, "B", 0))]
+    assert row[1] == Overlap(Action(0, "F", 1), Action(3, "B", 0)) and len(row) == 2
+    assert row[:1] == (Action(0, "F", 0),) and Action(0, "F", 0) in row
+    assert row == (Action(0, "F", 0), Overlap(Action(0, "F", 1), Action(3, "B", 0)))
+    with pytest.raises(ValueError, match="microbatches 0..1048575"):
+        Schedule("x", 1, 1, (0,), ((Action(0, "F", -1),),))
+    with pytest.raises(TypeError, match="actions and overlapped pairs"):
+        Schedule("x", 1, 1, (0,), (("0F0",),))
 
 
 @pytest.mark.parametrize("name", NAMES)

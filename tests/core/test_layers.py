@@ -152,10 +152,10 @@ def test_ground_floor_and_drawing_import_only_downward():
 
 
 #: the package root reads as a table of contents: the pure core's main modules only
-ROOT_MODULES = {"__init__", "keys", "ir", "registry", "timeline", "validate", "lower", "torch_format",
+ROOT_MODULES = {"__init__", "keys", "registry", "timeline", "validate", "lower", "torch_format",
                 "partition", "closed_forms", "search", "text", "trace"}
 #: and its wings and layers, each one folder
-ROOT_PACKAGES = {"sim", "streams", "probe", "schedules", "memory", "scene", "draw", "canvases", "course",
+ROOT_PACKAGES = {"ir", "sim", "streams", "probe", "schedules", "memory", "scene", "draw", "canvases", "course",
                  "exercises", "runtime", "grading", "cli", "classroom"}
 
 
@@ -195,7 +195,7 @@ def test_no_line_over_100_characters():
 MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 450
 #: files other branches are rewriting now: exempt until they land (shrink this list then)
 SIZE_EXEMPT: tuple[str, ...] = (
-    "pplab/ir.py", "pplab/timeline.py",      # the one-representation split of Schedule/Timeline
+    "pplab/timeline.py",                     # the one-storage split of Timeline
     "pplab/memory/planner.py",               # the planner's costs for published runs
 )
 

@@ -18,7 +18,7 @@ from pplab.keys import PAIR_BASE
 from pplab.registry import NAMES, make_schedule
 from pplab.sim import Costs, entry, execute, execute_reference, simulate
 from pplab.sim import fast as fast_executor
-from pplab.sim import plan as compile_plan
+from pplab.sim import compiled as compile_plan
 
 SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -65,8 +65,10 @@ def outcome(fn):
 def test_every_generator_any_costs_same_events_and_figures(data):
     sched = data.draw(schedules())
     costs = data.draw(costs_for(sched))
-    assert compile_plan.plan(sched) is not None          # generated schedules take the fast path
-    assert fast_executor.execute(sched, costs.duration_fn(sched), costs.comm, True) is not None
+    compiled = compile_plan.compile_schedule(sched)
+    assert compiled is not None                         # generated schedules take the fast path
+    assert fast_executor.run(sched, costs.duration_fn(sched), costs.comm, True,
+                             compiled) is not None
     fast = simulate(sched, costs, executor="fast")
     ref = simulate(sched, costs, executor="reference")
     assert "events" not in vars(fast)           # columns: every figure before any event
@@ -125,7 +127,7 @@ def test_a_generators_runs_list_each_stream_as_its_keys_do(name, P, M, V):
     except ValueError:
         assume(False)
     keys = [k for row in sched.rank_keys() for k in row]
-    pl = compile_plan.plan(sched)
+    pl = compile_plan.compile_schedule(sched).inputs
     pairs = compile_plan._pair_positions(keys)
     by_runs = compile_plan._streams_from_runs(sched, keys, pl.bounds)
     assert (by_runs is None) == (name == "zbv" and M < 2 * P - 1)  # some dropped: no runs
@@ -166,12 +168,27 @@ def test_errors_are_the_reference_words():
         simulate(dead, executor="quick")
 
 
-def test_the_plan_is_kept_with_the_schedule():
+def test_a_compiled_schedule_is_a_value_the_caller_keeps():
+    """Compiling is explicit and immutable: the same inputs and run order each time, nothing
+    written into the schedule, and every simulation one timing pass along that order."""
     sched = make_schedule("interleaved", 4, 8, 2)
-    assert compile_plan.plan(sched) is compile_plan.plan(sched)
-    a = simulate(sched, tf=1, tb=2).events
-    b = simulate(sched, tf=2, tb=3, comm=0.5).events
+    before = dict(vars(sched))
+    kept = compile_plan.compile_schedule(sched)
+    assert kept == compile_plan.compile_schedule(sched) and vars(sched) == before
+    assert all(type(x) is tuple for x in (kept.order, *kept.inputs[1:]))
+    a = simulate(sched, tf=1, tb=2, compiled=kept).events
+    b = simulate(sched, tf=2, tb=3, comm=0.5, compiled=kept).events
     assert a != b and b == simulate(sched, tf=2, tb=3, comm=0.5, executor="reference").events
+    assert a == simulate(sched, tf=1, tb=2).events and vars(sched) == before
+    with pytest.raises(ValueError, match="compile_schedule"):
+        simulate(make_schedule("1f1b", 4, 8), compiled=kept)
+
+
+def test_a_deadlock_compiles_to_nothing_and_the_reference_words_it():
+    dead = Schedule.from_text(["0F0 0B0", "1B0 1F0"])
+    assert compile_plan.compile_schedule(dead) is None
+    with pytest.raises(ValueError, match="deadlock"):
+        simulate(dead)
 
 
 @pytest.mark.parametrize("rank1", [
@@ -183,7 +200,7 @@ def test_same_rank_inputs_out_of_order_are_the_reference_errors(rank1):
     but only after checking they come earlier: else the reference's error, word for word."""
     rank0 = "0F0 0F1 3F0 3I0 3W0 3F1 3I1 3W1 0I0 0W0 0I1 0W1"
     sched = Schedule.from_text([rank0, rank1], stage_to_rank=[0, 1, 1, 0], virtual=2)
-    assert fast_executor.execute(sched, lambda op: 1.0) is None      # it steps aside
+    assert compile_plan.compile_schedule(sched) is None              # it steps aside
     ref = outcome(lambda: simulate(sched, tf=1, tb=2, tw=1, executor="reference").events)
     assert ref[0] == "DeadlockError" or "no rank runs" in ref[1]
     assert outcome(lambda: simulate(sched, tf=1, tb=2, tw=1).events) == ref

@@ -90,7 +90,7 @@ def _repr(x) -> str:
 
 
 def _is_schedule(x) -> bool:
-    """pplab's Schedule or a subclass (a generator's KeyedSchedule): by class, not by name,
+    """pplab's Schedule or a subclass: by class, not by name,
     so a look-alike class the student named Schedule goes as its repr."""
     from ...ir import Schedule
     return isinstance(x, Schedule)

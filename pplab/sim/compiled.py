@@ -1,4 +1,5 @@
-"""The fast executor's compile half: a schedule's ops as integer columns, and each op's input.
+"""The fast executor's compile: a schedule's ops as integer columns, each op's input, and
+the order the reference runs them in (``CompiledSchedule``, an immutable value).
 
 The rule is the reference's (``dependencies.py``), applied per *stream* instead of per
 action: a stream is one kind on one stage, B's and I's together (``pplab.keys``), and the
@@ -17,19 +18,20 @@ from __future__ import annotations
 
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, ge, gt, mod
+from typing import NamedTuple, Sequence
 
 from .. import keys
 from ..ir import Schedule, gc_paused
 from ..keys import CLASS_MASK, MICROBATCH_SHIFT, PAIR_BASE, PAIR_CLASS_MASK
 
-#: ``Plan.source[i]`` of an overlapped pair (its halves' inputs: ``Plan.part_source``)
+#: ``CompiledSchedule.source[i]`` of an overlapped pair (its halves' inputs: ``part_source``)
 PAIR = -1
 #: a microbatch no action of a stream has (a stream's list from keys, before it is checked)
 MISSING = -1
 
 
-class Plan:
-    """One schedule's ops, keys and inputs, compiled once and kept with it.
+class Inputs(NamedTuple):
+    """One schedule's ops as integer columns and what each waits for from another rank.
 
     Ops are numbered rank by rank: rank r's are ``bounds[r]`` .. ``bounds[r + 1] - 1``, of
     ``n``. What an op waits for is a *part*: part i is op i's action (a pair's forward half),
@@ -39,50 +41,81 @@ class Plan:
     that part p waits for from another rank, or ``nothing``. ``source[i]``: op i's, or
     ``PAIR`` for an overlapped pair, whose halves' are ``part_source[i]`` and
     ``part_source[n + i]``. ``cls[i]``: the op's duration class (``keys.PAIR_CLASS_MASK``).
-    After the first run: ``order``.
     """
-    __slots__ = ("n", "keys", "rank", "bounds", "cls", "source", "part_source", "nothing",
-                 "rank_start", "order", "memo", "_previous")
+    n: int
+    keys: Sequence[int]
+    rank: Sequence[int]
+    bounds: Sequence[int]
+    cls: Sequence[int]
+    source: Sequence[int]
+    part_source: Sequence[int]
 
-    def __init__(self, op_keys, rank, bounds, cls, source, part_source):
-        self.n, self.keys, self.rank, self.bounds = len(op_keys), op_keys, rank, bounds
-        self.cls, self.source, self.part_source = cls, source, part_source
-        self.nothing, self.rank_start = 2 * self.n, 2 * self.n + 1
-        self.order = self._previous = None
-        #: what depends on the schedule alone (per-rank peaks, kinds), kept with the plan
-        self.memo = {}
+    @property
+    def nothing(self) -> int:
+        """The part that stands for "no input from another rank" (ended at -inf)."""
+        return 2 * self.n
 
-    def previous(self) -> list[int]:
-        """Each op's predecessor on its rank, ``rank_start`` for a rank's first op: the
-        straight pass's other input, made on first use (a second simulation)."""
-        if self._previous is None:
-            previous = list(range(-1, self.n - 1))
-            for first in self.bounds[:-1]:
-                if first < self.n:
-                    previous[first] = self.rank_start
-            self._previous = previous
-        return self._previous
+    @property
+    def rank_start(self) -> int:
+        """The part that stands for the moment every rank is free (0)."""
+        return 2 * self.n + 1
 
 
-def plan(schedule: Schedule) -> Plan | None:
-    """The compiled plan of ``schedule`` (kept in ``schedule.derived``), or None where only
-    the reference may answer."""
-    if "fast plan" not in schedule.derived:
-        with gc_paused():
-            schedule.derived["fast plan"] = _compile(schedule)
-    return schedule.derived["fast plan"]
+class CompiledSchedule(NamedTuple):
+    """A schedule compiled for the fast executor: its ``inputs``, and ``order``, the op
+    numbers in the order the reference runs them (fixed by the schedule: the reference
+    waits on "made yet", never on a time); ``previous[i]``: the op run just before op i on
+    its rank, ``inputs.rank_start`` for a rank's first. Immutable; a caller that simulates
+    the same schedule again keeps it (``simulate(..., compiled=)``), and each simulation
+    is then one timing pass along ``order``."""
+    schedule: Schedule
+    inputs: Inputs
+    order: tuple
+    previous: tuple
 
 
-def _compile(schedule: Schedule) -> Plan | None:
+def compile_schedule(schedule: Schedule) -> CompiledSchedule | None:
+    """``schedule`` compiled for the fast executor, or None where only the reference may
+    answer: an unusual schedule (module doc) or a deadlock (the reference words it)."""
+    from .fast import first_run                   # the worklist, run once without costs
+    with gc_paused():
+        inputs = schedule_inputs(schedule)
+        if inputs is None:
+            return None
+        ran = first_run(inputs, [0.0] * inputs.n, 0.0)
+        if ran is None:
+            return None
+        frozen = Inputs(inputs.n, *map(tuple, inputs[1:]))     # kept: made immutable
+        return CompiledSchedule(schedule, frozen, tuple(ran[2]),
+                                tuple(_previous(inputs.n, inputs.bounds)))
+
+
+def _previous(n: int, bounds) -> list[int]:
+    """Each op's predecessor on its rank, ``rank_start`` (2n + 1) for a rank's first op."""
+    previous = list(range(-1, n - 1))
+    for first in bounds[:-1]:
+        if first < n:
+            previous[first] = 2 * n + 1
+    return previous
+
+
+def schedule_inputs(schedule: Schedule) -> Inputs | None:
+    """The schedule's ``Inputs`` (as lists: one simulation's, read and dropped), or None
+    where the reference must answer (module doc)."""
+    with gc_paused():
+        found = _compile(schedule)
+    return None if found is None else Inputs(len(found[0]), *found)
+
+
+def _compile(schedule: Schedule):
+    """(keys, rank, bounds, cls, source, part_source) as lists, or None (module doc)."""
     rank_keys = schedule.rank_keys()
-    if rank_keys is None:
-        return None
     sizes = list(map(len, rank_keys))
     bounds = [0, *accumulate(sizes)]
     op_keys = list(chain.from_iterable(rank_keys))
     rank_of = list(chain.from_iterable(map(repeat, range(schedule.P), sizes)))
     cls = list(map(and_, op_keys, repeat(PAIR_CLASS_MASK)))
-    if _off_its_rank(schedule, cls, bounds):
+    if len(rank_keys) != schedule.P or _off_its_rank(schedule):
         return None
     found = _streams_from_runs(schedule, op_keys, bounds)
     if found is None:
@@ -96,7 +129,7 @@ def _compile(schedule: Schedule) -> Plan | None:
     source = part_source[:len(op_keys)]
     for at in pairs:
         source[at.start:at.stop:at.step] = repeat(PAIR, len(at))
-    return Plan(op_keys, rank_of, bounds, cls, source, part_source)
+    return op_keys, rank_of, bounds, cls, source, part_source
 
 
 def _pair_positions(op_keys) -> list[int]:
@@ -106,25 +139,11 @@ def _pair_positions(op_keys) -> list[int]:
     return list(compress(range(len(op_keys)), map(ge, op_keys, repeat(PAIR_BASE))))
 
 
-def _action_classes(cls) -> set[int]:
-    """The classes of the actions present (both halves of a pair), from the ops' classes."""
-    classes = set(cls)
-    if max(classes, default=0) < PAIR_BASE:
-        return classes
-    out = set()
-    for c in classes:
-        out.update(keys.halves(c) if keys.is_pair(c) else (c,))
-    return out
-
-
-def _off_its_rank(schedule: Schedule, cls, bounds) -> bool:
+def _off_its_rank(schedule: Schedule) -> bool:
     """Some op's stage is out of range or lives on another rank (checked per class)."""
     place, S = schedule.stage_to_rank, schedule.num_stages
-    for r in range(len(bounds) - 1):
-        for c in _action_classes(cls[bounds[r]:bounds[r + 1]]):
-            if keys.stage_of(c) >= S or place[keys.stage_of(c)] != r:
-                return True
-    return False
+    return any(keys.stage_of(c) >= S or place[keys.stage_of(c)] != r
+               for r, classes in enumerate(schedule.rank_classes) for c in classes)
 
 
 def _streams_from_runs(schedule: Schedule, op_keys, bounds):
@@ -237,7 +256,7 @@ def _inputs(schedule: Schedule, streams, runs, cls) -> list[int] | None:
     n = len(cls)
     found = [2 * n] * (2 * n)
     source, same_rank = _sources(schedule)
-    present = _action_classes(cls)
+    present = frozenset().union(*schedule.rank_classes)
     for stream, mine in streams.items():
         if source.get(stream) is None:
             continue
