@@ -188,9 +188,11 @@ def _lighter_ends() -> str:
 
 @_reveals("14.grad-gb")
 def _grad_gb() -> str:
-    from ...memory.published_run import TABLE4, gradient_ways, memory_table
+    from ...memory.published_run import (TABLE4, activation_budget, gradient_ways,
+                                         implied_step_time, memory_table)
+    lo, hi = TABLE4[0], TABLE4[1]
     lines = []
-    for row in TABLE4[:2]:
+    for row in (lo, hi):
         for w in gradient_ways(row):
             how = "summed whole, reduced once a step" if w["mode"] == "per_step" else \
                 "reduce-scattered every microbatch"
@@ -198,12 +200,63 @@ def _grad_gb() -> str:
                          f"{w['grads'] / 1e9:.2f} GB of them, {w['total'] / 1e9:.1f} GB in all "
                          f"({'fits in' if w['fits'] else 'over'} 80 GB); DP sends "
                          f"{w['dp_bytes'] / 1e9:.1f} GB a step")
-    once, every = gradient_ways(TABLE4[0])
-    assert once["grads"] > 7 * every["grads"] and every["dp_bytes"] > 20 * once["dp_bytes"]
-    assert not once["fits"] and not every["fits"]
-    rows = memory_table(TABLE4[0])
+    (lo_once, lo_every), (hi_once, hi_every) = gradient_ways(lo), gradient_ways(hi)
+    assert lo_once["grads"] > 7 * lo_every["grads"] and \
+        lo_every["dp_bytes"] > 20 * lo_once["dp_bytes"]
+    assert not (lo_once["fits"] or lo_every["fits"] or hi_once["fits"] or hi_every["fits"])
+    rows = memory_table(lo)
     lines += ["", "memory per GPU of each pipeline rank, 8,192 GPUs (GB):"] + rows[:4] + \
         ["   ..."] + rows[-2:]
+    mid = rows[2].split()                                          # rank 1, a middle rank
+    budget = activation_budget(lo)
+    full = max(float(r.split()[-1]) for r in memory_table(lo, recompute="full")[1:])
+    kept = [gradient_ways(row, activations="kept") for row in (lo, hi)]
+    kept_layer = activation_budget(lo, activations="kept")["per_layer_sbh_t"]
+    assert not kept[0][0]["fits"] and kept[0][1]["fits"] and kept[1][1]["fits"]
+    lines += [
+        "",
+        f"- Weights: {float(mid[2]):.1f} GB on a middle rank (8 layers, TP 8, bf16); the "
+        f"optimizer shard is small ({float(mid[4]):.1f} GB) because DP = 64 divides it. The "
+        "first rank's embedding and the last rank's output layer (2.1 B parameters each, "
+        "over TP 8) take the place of the layer each gave up.",
+        f"- Gradients: 8 layers of 3.19 B parameters over TP 8 = 3.19 B per GPU, 4 bytes each "
+        f"= {float(mid[3]):.1f} GB, whole from the first microbatch to the reduce-scatter; a "
+        f"1/64 shard, {lo_every['grads'] / 1e9 - float(mid[3]) / 8:.1f} GB, is what remains "
+        "after it.",
+        f"- Activations are the largest item: interleaved 1F1B keeps P + (P-1)/V = "
+        f"{16 + 15 / 8:.1f} rank-shares in flight on rank 0 (lesson 05), each a whole 8,192-"
+        "token sequence through 8 layers; rank 1, with 8 full layers and almost rank 0's "
+        "depth, holds the most bytes.",
+        "",
+        "Once a step or every microbatch? The paper's words, FP32 gradient accumulation over "
+        "micro-batches, read most simply as the first: a sum kept whole on every GPU and "
+        f"reduce-scattered once, DP traffic {lo_once['dp_bytes'] / 1e9:.1f} GB a step (section "
+        "6); torch's own pipelining runtime does the same (torch.distributed.pipelining turns "
+        "FSDP's gradient sync off in every microbatch's backward and reduce-scatters once, "
+        f"after the last). pplab then puts rank {lo_once['rank']} at "
+        f"{lo_once['total'] / 1e9:.1f} GB at 8,192 GPUs and {hi_once['total'] / 1e9:.1f} GB at "
+        "16,384: over the 80 GB the paper trained in. Reduce-scattering after every "
+        f"microbatch keeps a shard plus one layer's gradient ({lo_every['grads'] / 1e9:.1f} GB): "
+        f"{lo_every['total'] / 1e9:.1f} and {hi_every['total'] / 1e9:.1f} GB, still over, and "
+        f"sends {lo_every['dp_bytes'] / 1e9:.0f} GB a step instead of "
+        f"{lo_once['dp_bytes'] / 1e9:.1f}, {lo_every['dp_seconds']:.0f} s of a "
+        f"{implied_step_time(lo):.1f} s step at 50 GB/s unless it hides behind the backward.",
+        "",
+        f"Either way pplab's count is {lo_once['total'] / 1e9 - 80:.0f} GB too high with whole "
+        "gradients, more than a modelling error of a few GB, and it sizes what must give: the "
+        f"rank fits if it keeps {budget['fits_inflight']:.1f} rank-shares in flight instead of "
+        f"{budget['inflight']:.1f}, or if a layer keeps about "
+        f"{budget['fits_per_layer_sbh_t']:.0f}·sbh/t instead of Korthikanti's "
+        f"{budget['per_layer_sbh_t']:g}. His count is for a GPT layer: two dropout masks "
+        "Llama has none of, a 4h GeLU MLP, full-width K and V. Counting what a Llama layer's "
+        "backward needs (the norms' outputs, Q, K and V at GQA's 8 heads, the attention "
+        f"output, SwiGLU's gate, up and product) gives {kept_layer:.2f}·sbh/t: "
+        f"{kept[0][0]['total'] / 1e9:.1f} GB with whole gradients, still over, and "
+        f"{kept[0][1]['total'] / 1e9:.1f} GB (8,192 GPUs) and {kept[1][1]['total'] / 1e9:.1f} GB "
+        "(16,384) with gradients reduce-scattered every microbatch, which fit. That is the "
+        "reading pplab's planner takes for its published-runs table (docs/memory.md); the paper "
+        "prints neither its per-layer bytes nor when it reduces, so the lesson keeps both. "
+        f"Full recomputation, which the paper did not need, would bring it to {full:.0f} GB."]
     return "\n".join(lines)
 
 
