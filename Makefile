@@ -34,11 +34,12 @@ lab: $(STAMP)
 # the fast tier with a worker per core, then the slow tier (real components: Slurm, the
 # browser, torchrun, the sandbox) in one process, one at a time: they share fixed network
 # namespaces, one site build and the cores (pytest-xdist 3.8's loadgroup does not group
-# under pytest 9, so the tiers are split here)
+# under pytest 9, so the tiers are split here); the lessons' saved outputs are compared on the
+# slow tier's one run of each lesson (tests/notebooks/test_notebooks.py), the solutions by nbval
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" -n auto tests
-	$(PY) -m pytest -m slow tests
-	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly notebooks solutions
+	$(PY) -m pytest -m slow --durations=25 tests
+	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly solutions
 
 # the edit loop: no test over half a second, no torchrun, notebook runs or browser, a worker
 # per core (pytest-xdist); make test runs everything (its time: README)

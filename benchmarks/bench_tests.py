@@ -3,8 +3,8 @@ the time goes: the 20 slowest tests and the time per folder (setup + call + tear
 pytest's ``--junitxml`` report; with workers these add up to more than the wall time).
 
 ``--fast`` times ``make test-fast`` (pytest -m "not slow" -n auto); without it, ``make test``
-(the fast tier with a worker per core, the slow tier in one process, then the notebooks and
-solutions under nbval). Heavy: run it alone, under the shared lock where several people share
+(the fast tier with a worker per core, the slow tier in one process, then the solutions
+under nbval). Heavy: run it alone, under the shared lock where several people share
 the machine. ``--record`` writes the figures into
 docs/figures.json (section "tests_fast" or "tests"), ``make bench-tests`` does that.
 """
@@ -76,8 +76,8 @@ if __name__ == "__main__":
     s, n, per_test = s_fast + s_slow, n_fast + n_slow, {**per_fast, **per_slow}
     print(where_the_time_goes(per_test))
     s_nb, n_nb, _, _ = timed(["--nbval", "--nbval-current-env", "-p", "no:randomly",
-                              "notebooks", "solutions"])
-    print(f"pytest tests: {n} tests in {s / 60:.1f} min; notebooks: {n_nb} cells in "
+                              "solutions"])
+    print(f"pytest tests: {n} tests in {s / 60:.1f} min; solutions: {n_nb} cells in "
           f"{s_nb:.0f} s")
     if a.record:
         record("tests", {"tests": f"{n:,}", "pytest_min": f"{s / 60:.1f} min",

@@ -12,9 +12,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from course_pending import lesson_params
+from lesson_run import measured
 
 from pplab.course.bank import LESSONS, get
-from pplab.course.reveals import measurement_text
 from pplab.course.sources import SOURCES, sources_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def lesson_texts(path: Path):
                 "text/plain", ""))
         for qid in ASK.findall(cell.source):
             yield f"cell {i} question {qid}", _question_text(qid)
-            yield f"cell {i} measurement {qid}", measurement_text(qid)
+            yield f"cell {i} measurement {qid}", measured(qid)
 
 
 def problems(texts) -> list[str]:

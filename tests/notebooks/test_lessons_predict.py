@@ -130,5 +130,5 @@ def _runs_torch(qid: str) -> bool:
 @pytest.mark.parametrize("qid", [pytest.param(q, marks=pytest.mark.slow) if _runs_torch(q) else q
                                  for q in reveal_ids()])
 def test_every_reveal_checks_its_answer(qid):
-    from pplab.course.reveals import measurement_text
-    assert measurement_text(qid)
+    from lesson_run import measured
+    assert measured(qid)

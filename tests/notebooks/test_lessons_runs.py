@@ -1,32 +1,16 @@
-"""Lessons 00, 10, 11: executed headless with every canvas control moved (the run panel's
-controls only re-preview — no torchrun job may start), the checked outputs carry the numbers the
-prose relies on, and every real run sits in a ``# NBVAL_SKIP`` cell.
-
-Strict nbval: ``pytest --nbval --nbval-current-env notebooks/00_setup_and_first_run.ipynb
-notebooks/10_real_runs.ipynb notebooks/11_engineering_a_pipeline.ipynb
-solutions/04_real_pipeline``.
+"""Lessons 00, 10, 11: the session's run of each (tests/helpers/lesson_run.py) has every
+canvas control moved with ``pplab.runtime.run_schedule`` replaced by a refusal (the run
+panel's controls only re-preview — no torchrun job may start), the checked outputs carry the
+numbers the prose relies on, and every real run sits in a cell tagged ``nbval-skip``.
 """
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from cell_tags import checked, skipped
+from lesson_run import lesson_run
 
 ROOT = Path(__file__).resolve().parents[2]
-from test_notebooks import SWEEP, sweep  # noqa: E402
-
-NO_LAUNCH = r'''
-import pplab.runtime as _rt
-from pplab.canvases.runs import RunPanel as _RP
-def _no_launch(*a, **k):
-    raise AssertionError("a lesson cell or a control launched torchrun")
-_rt.run_schedule = _no_launch
-'''
-AFTER = r'''
-_panels = [c for c in _C if isinstance(c, _RP)]
-_say("PANELS", len(_panels), "threads", sum(p.thread is not None for p in _panels))
-'''
 
 LESSONS = {
     "00_setup_and_first_run.ipynb": (["run_panel("], 1, ["1f1b: P=4 M=8 V=1 placement stage->rank [0, 1, 2, 3]"]),
@@ -81,19 +65,11 @@ def test_welcome_lists_the_lessons_that_exist():
 
 
 @pytest.mark.parametrize("name", LESSONS)
-def test_lesson_runs_with_canvases_driven_and_nothing_launched(name, tmp_path, monkeypatch):
-    path = ROOT / "notebooks" / name
-    nb = nbformat.read(path, as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(NO_LAUNCH))
-    tmp = path.parent / f".test_{name}"
-    nbformat.write(nb, tmp)
-    try:
-        out = sweep(tmp, SWEEP + AFTER, tmp_path, monkeypatch)
-    finally:
-        tmp.unlink()
+def test_lesson_runs_with_canvases_driven_and_nothing_launched(name):
+    out = lesson_run(ROOT / "notebooks" / name).sweep
     assert "errors: []" in out, out
     panels = LESSONS[name][1]
-    assert f"PANELS {panels} threads 0" in out, out
+    assert f"PANELS {panels} threads 0 launch refused True" in out, out
 
 
 @pytest.mark.slow

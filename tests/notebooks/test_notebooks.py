@@ -1,86 +1,106 @@
-"""Lesson notebooks run headless, and every canvas they build survives every control value.
+"""Lesson notebooks run headless, every canvas they build survives every control value, and
+every output the notebook saves is what a fresh run prints.
 
-Pattern from the browser-tests recipe: execute the notebook with nbclient, then, in the same
-kernel, move every control of every canvas through its whole range. A canvas records any
-unexpected exception in ``canvas.errors`` (bad input is a message, not an error).
+All three read the one run of each lesson the session makes (tests/helpers/lesson_run.py:
+Run All in a fresh kernel, then, in the same kernel, every control of every canvas moved
+through its whole range; a canvas records any unexpected exception in ``canvas.errors``, bad
+input being a message, not an error). The saved outputs are compared as nbval 0.11's strict
+mode compares them (``pytest --nbval notebooks`` still does the same on its own run):
+solutions/ stays under nbval in ``make test``.
 """
+from collections import defaultdict
+from copy import deepcopy
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-from cell_tags import checked, skipped
+from cell_tags import checked, skipped, tags
+from lesson_run import lesson_run
+from nbval.plugin import coalesce_streams, transform_streams_for_comparison
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-SWEEP = r'''
-import os as _os
-import ipywidgets as _w
-import pplab.canvases.base as _pw
-from pplab.canvases.base import CANVASES as _C
-# Build every figure but skip PNG encoding into the Output widget (2-3x faster); the initial
-# render of each canvas above went through the real display path, and test_widgets.py
-# rasterises figures across the range.
-_shown = []
-_pw.show_figure = lambda out, fig: _shown.append(fig is not None)
-def _values(c):
-    if isinstance(c, _w.IntSlider):
-        return list(range(c.min, c.max + 1, c.step))
-    if isinstance(c, _w.FloatSlider):
-        n = int(round((c.max - c.min) / c.step))
-        return [c.min + i * c.step for i in range(n + 1)]
-    if isinstance(c, _w.Dropdown):
-        return list(c.options)
-    return []
-_n = 0
-for _c in _C:
-    for _name, _ctl in _c.controls.items():
-        _old = _ctl.value
-        for _v in _values(_ctl):
-            _ctl.value = _v
-            _n += 1
-        _ctl.value = _old
-_bad = [e for _c in _C for e in _c.errors]
-def _say(*parts):
-    """Print, and append to the test's report file: a stream message sent while the IOPub
-    thread still drains thousands of widget updates can arrive after the cell's idle status,
-    and nbclient then drops it (CI lost one that way), so the test reads the file."""
-    print(*parts)
-    with open(_os.environ["PPLAB_SWEEP_REPORT"], "a") as _f:
-        print(*parts, file=_f)
-_say("SWEEP", len(_C), "canvases", _n, "values", sum(_shown), "figures; errors:", _bad)
-assert not _bad, _bad
-'''
+#: what nbval 0.11 leaves out of a comparison (``IPyNbFile.skip_compare`` without --nbdime)
+NBVAL_SKIPS = {"metadata", "traceback", "prompt_number", "output_type", "name",
+               "execution_count", "application/vnd.jupyter.widget-view+json",
+               "image/png", "image/jpeg"}
 
 
-def _execute(path, extra=None):
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:     # NBVAL_SKIP cells (real torchrun jobs) are not run here either
-        if skipped(cell):
-            cell.source = ""
-    if extra:
-        nb.cells.append(nbformat.v4.new_code_cell(extra))
-    client = NotebookClient(nb, kernel_name="python3", timeout=300,
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
-    return nb
+def as_nbval_compares(outputs) -> dict[str, list]:
+    """A cell's outputs as nbval 0.11 compares them (``IPyNbCell.compare_outputs``): streams
+    merged per name, then each output field and MIME type the list of its values in order;
+    two cells agree when these are equal."""
+    flat = defaultdict(list)
+    for out in transform_streams_for_comparison(coalesce_streams(deepcopy(list(outputs)))):
+        for key, value in out.items():
+            if key == "data":
+                for mime, text in value.items():
+                    if mime not in NBVAL_SKIPS:
+                        flat[mime].append(text)
+            elif key not in NBVAL_SKIPS:
+                flat[key].append(value)
+    return dict(flat)
 
 
-def sweep(path, extra, tmp_path, monkeypatch):
-    """Execute ``path`` with ``extra`` appended (SWEEP and what follows it) and return what
-    ``_say`` reported."""
-    report = tmp_path / "sweep-report.txt"
-    monkeypatch.setenv("PPLAB_SWEEP_REPORT", str(report))    # the kernel inherits it
-    monkeypatch.setenv("MPLBACKEND", "Agg")      # the notebooks' %matplotlib inline still wins
-    _execute(path, extra)
-    return report.read_text() if report.exists() else ""
+def compared_cells(nb) -> list[int]:
+    """The cells nbval compares in strict mode: run (not ``nbval-skip``), saved executed, and
+    not ``nbval-ignore-output``."""
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and not skipped(c)
+            and c.execution_count is not None and "nbval-ignore-output" not in tags(c)]
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
-def test_lesson_runs_and_every_canvas_value_works(path, tmp_path, monkeypatch):
-    out = sweep(path, SWEEP, tmp_path, monkeypatch)
+def test_lesson_runs_and_every_canvas_value_works(path):
+    out = lesson_run(path).sweep
     assert "SWEEP" in out and "errors: []" in out, out
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_saved_outputs_are_what_a_fresh_run_prints(path):
+    """nbval's check of the lesson, on the session's run: every compared cell's outputs
+    equal the saved ones (a cell that raised has already failed the run)."""
+    nb = nbformat.read(path, as_version=4)
+    run = lesson_run(path)
+    cells = compared_cells(nb)
+    assert cells, "no saved output to compare"
+    for i in cells:
+        assert as_nbval_compares(run.outputs[i]) == as_nbval_compares(nb.cells[i].outputs), \
+            f"cell {i} prints other than its saved output:\n{nb.cells[i].source[:300]}"
+
+
+def test_the_comparison_is_the_one_nbval_makes(tmp_path):
+    """nbval 0.11 itself, run on a small notebook, fails exactly the cells that
+    ``as_nbval_compares`` tells apart on lesson_run's execution of it: a stream split in two
+    and another execution count agree; another text, an ignored cell, output where none was
+    saved do as nbval says."""
+    import re
+    import subprocess
+    import sys
+    from lesson_run import run_all
+    cells = [('print("same")', [nbformat.v4.new_output("stream", name="stdout", text="same\n")]),
+             ('print("a"); print("b")',
+              [nbformat.v4.new_output("stream", name="stdout", text=t) for t in ("a\n", "b\n")]),
+             ("6 * 7", [nbformat.v4.new_output("execute_result", {"text/plain": "42"},
+                                                execution_count=9)]),
+             ('print("new")', [nbformat.v4.new_output("stream", name="stdout", text="old\n")]),
+             ('print("x")', [nbformat.v4.new_output("stream", name="stdout", text="y\n")]),
+             ('import sys; print("warn", file=sys.stderr)', [])]
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3",
+                                                            "display_name": "Python 3",
+                                                            "language": "python"}})
+    for n, (source, outputs) in enumerate(cells, 1):
+        nb.cells.append(nbformat.v4.new_code_cell(source, outputs=outputs, execution_count=n))
+    nb.cells[4].metadata["tags"] = ["nbval-ignore-output"]
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    said = subprocess.run([sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
+                           "-p", "no:randomly", "-p", "no:cacheprovider", "-q", "-rf",
+                           str(path)], capture_output=True, text=True, cwd=tmp_path).stdout
+    nbval_fails = {int(n) for n in re.findall(r"FAILED \S*tiny.ipynb::Cell (\d+)", said)}
+    run = run_all(path)
+    ours = {i for i in compared_cells(nb)
+            if as_nbval_compares(run.outputs[i]) != as_nbval_compares(nb.cells[i].outputs)}
+    assert nbval_fails == ours == {3, 5}, said[-2000:]
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from answer_forms import answer_forms, shown_settings_hits
 from course_pending import lesson_params
-from lesson_run import lesson_run
+from lesson_run import lesson_run, measured
 
 from pplab.course.bank import LESSONS, get
-from pplab.course.reveals import group, measurement_text, reveal_ids
+from pplab.course.reveals import group, reveal_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
@@ -96,7 +96,7 @@ def test_each_guess_brings_its_reveal_once_in_place(lesson):
         if not set(group(q.id)) <= committed:
             assert any("appears under the last" in t for t in c.mine), q.id
             continue
-        first = measurement_text(q.id).strip().splitlines()[0].strip()
+        first = measured(q.id).strip().splitlines()[0].strip()
         mine = "\n".join(c.mine)
         assert mine.count(first) == 1, f"{q.id}: measurement shown {mine.count(first)}× in place"
         assert not any(first in t for t in c.others), f"{q.id}: measurement outside its question"
