@@ -19,6 +19,14 @@ def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
 
 
+@pytest.fixture
+def page(page):
+    """pytest-playwright's page, whose actions (click, fill, locate) wait for their element
+    up to browser_util.STEP_MS, not Playwright's 30 s: a loaded machine never fails a test."""
+    page.set_default_timeout(B.STEP_MS)
+    return page
+
+
 @pytest.fixture(scope="session")
 def lab():
     """A throw-away JupyterLab on 127.0.0.1 serving a copy of notebooks/ (browser_util)."""

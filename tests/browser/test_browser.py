@@ -1,4 +1,4 @@
-"""Lesson canvases in a real JupyterLab + headless Chromium (Playwright): lesson 02's
+"""Lesson canvases in a real JupyterLab + headless Chromium (Playwright): lesson 04's
 timeline, lesson 09's 3D configurator, lesson 00's run button.
 
 What nbval and the headless sweeps cannot show: the widget renders in the page, moving a
@@ -34,18 +34,10 @@ KERNEL_EXEC_JS = B.KERNEL_EXEC_JS
 
 
 def open_and_run(page, lab, name):
-    page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}&reset")
-    page.wait_for_function("""n => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                                     return !!(w && w.context && w.context.path === n && w.sessionContext); }""",
-                           arg=name, timeout=90_000)
-    panel_id = page.evaluate("""async () => { const w = window.jupyterapp.shell.currentWidget;
-                                await w.context.ready; await w.sessionContext.ready; return w.id; }""")
+    panel = B.open_notebook(page, f"{lab}/lab/tree/{name}?token={TOKEN}&reset", name)
     page.evaluate(COMM_IDLE_JS)
-    ok = page.evaluate("""ms => Promise.race([window.jupyterapp.commands.execute('notebook:run-all-cells'),
-                          new Promise((_, r) => setTimeout(() => r(new Error('run-all timed out')), ms))])""",
-                       180_000)
-    assert ok, "a cell raised while running the lesson"
-    return page.locator(f"[id='{panel_id}']")
+    assert B.run_all(page), "a cell raised while running the lesson"
+    return panel
 
 
 def slider(canvas, label):
@@ -57,7 +49,7 @@ def settle(page, action, n=1):
     """Do ``action`` and wait until the kernel has finished handling the widget messages."""
     n0 = page.evaluate("() => window.__idle")
     action()
-    page.wait_for_function("n => window.__idle >= n", arg=n0 + n, timeout=60_000)
+    page.wait_for_function("n => window.__idle >= n", arg=n0 + n, timeout=B.STEP_MS)
 
 
 def figure_src(canvas):
@@ -68,49 +60,9 @@ def figure_src(canvas):
     return "frame " + c.first.get_attribute("data-frame")
 
 
-def test_timeline_canvas_in_a_real_browser(page, lab):
-    panel = open_and_run(page, lab, "04_1f1b.ipynb")
-    # The GPipe-vs-1F1B canvas is the first widget box with a schedule dropdown and a P slider
-    # (lesson 02's canvas offers only naive and GPipe).
-    canvas = panel.locator(".widget-vbox", has=page.locator(".widget-dropdown")).first
-    canvas.scroll_into_view_if_needed()
-    p_handle = slider(canvas, "P").locator(".noUi-handle")
-    before = figure_src(canvas)
-    assert before, "no picture drawn at first"
-
-    settle(page, lambda: p_handle.press("ArrowRight"))          # P 4 -> 5
-    assert slider(canvas, "P").locator(".widget-readout").inner_text().strip() == "5"
-    page.wait_for_function(
-        """([sel, old]) => { const c = document.querySelector(sel);
-                             return c && 'frame ' + c.dataset.frame !== old; }""",
-        arg=[f"[id='{panel.get_attribute('id')}'] .widget-vbox canvas.pplab-scene", before],
-        timeout=30_000)
-    assert figure_src(canvas) != before
-
-    # An impossible combination: dualpipe needs an even P. The message replaces the figure.
-    settle(page, lambda: canvas.locator(".widget-dropdown select").first.select_option("dualpipe"))
-    page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
-                              .includes('even number of ranks')""", arg=panel.get_attribute("id"),
-                           timeout=30_000)
-    assert canvas.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
-
-    # Back to valid (P=4) by keyboard; the figure returns.
-    settle(page, lambda: p_handle.press("ArrowLeft"))
-    page.wait_for_function("""(id) => !document.querySelector(`[id='${id}']`).innerText
-                              .includes('even number of ranks')""", arg=panel.get_attribute("id"),
-                           timeout=30_000)
-    assert figure_src(canvas) is not None
-
-    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
-                          "c = [x for x in C if 'a' in x.controls][0]\n"
-                          "print(c.controls['a'].value, c.controls['P'].value, c.errors)")
-    assert state.split() == ["dualpipe", "4", "[]"]
-
-
-def test_sweep_P_slider_no_traceback(page, lab):
-    """Walk P across its whole range with the keyboard; every value renders or explains."""
-    panel = open_and_run(page, lab, "02_bubble.ipynb")
-    canvas = panel.locator(".widget-vbox", has=page.locator(".widget-dropdown")).first
+def walk_P(page, canvas) -> list[str]:
+    """Walk P across its whole range with the keyboard, from its minimum; every value renders
+    or explains, never a traceback. The readouts seen, in order."""
     handle = slider(canvas, "P").locator(".noUi-handle")
     lo = int(float(handle.get_attribute("aria-valuemin")))
     hi = int(float(handle.get_attribute("aria-valuemax")))
@@ -123,9 +75,56 @@ def test_sweep_P_slider_no_traceback(page, lab):
         if value < hi:          # at the maximum a key press changes nothing: no message to await
             settle(page, lambda: handle.press("ArrowRight"))
     assert seen == [str(v) for v in range(lo, hi + 1)]
-    out = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
-                        "print(sum(len(c.errors) for c in C))")
-    assert out.strip() == "0"
+    return seen
+
+
+def test_timeline_canvas_in_a_real_browser(page, lab):
+    """Lesson 04's GPipe-vs-1F1B timeline: P walked across its whole range by keyboard, each
+    value drawn or explained; a key press redraws the picture; an impossible combination
+    shows its message in place of the figure, and going back brings the figure back."""
+    panel = open_and_run(page, lab, "04_1f1b.ipynb")
+    # The GPipe-vs-1F1B canvas is the first widget box with a schedule dropdown and a P slider
+    # (lesson 02's canvas offers only naive and GPipe).
+    canvas = panel.locator(".widget-vbox", has=page.locator(".widget-dropdown")).first
+    canvas.scroll_into_view_if_needed()
+    p_handle = slider(canvas, "P").locator(".noUi-handle")
+    start = p_handle.get_attribute("aria-valuenow")
+    walk_P(page, canvas)
+    while p_handle.get_attribute("aria-valuenow") != start:      # back to the lesson's P = 4
+        settle(page, lambda: p_handle.press("ArrowLeft"))
+    before = figure_src(canvas)
+    assert before, "no picture drawn at P = 4"
+
+    settle(page, lambda: p_handle.press("ArrowRight"))          # P 4 -> 5
+    assert slider(canvas, "P").locator(".widget-readout").inner_text().strip() == "5"
+    page.wait_for_function(
+        """([sel, old]) => { const c = document.querySelector(sel);
+                             return c && 'frame ' + c.dataset.frame !== old; }""",
+        arg=[f"[id='{panel.get_attribute('id')}'] .widget-vbox canvas.pplab-scene", before],
+        timeout=B.STEP_MS)
+    assert figure_src(canvas) != before
+
+    # An impossible combination: dualpipe needs an even P. The message replaces the figure.
+    settle(page, lambda: canvas.locator(".widget-dropdown select").first.select_option("dualpipe"))
+    page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
+                              .includes('even number of ranks')""", arg=panel.get_attribute("id"),
+                           timeout=B.STEP_MS)
+    assert canvas.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+    # Back to valid (P=4) by keyboard; the figure returns.
+    settle(page, lambda: p_handle.press("ArrowLeft"))
+    page.wait_for_function("""(id) => !document.querySelector(`[id='${id}']`).innerText
+                              .includes('even number of ranks')""", arg=panel.get_attribute("id"),
+                           timeout=B.STEP_MS)
+    assert figure_src(canvas) is not None
+
+    state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
+                          "c = [x for x in C if 'a' in x.controls][0]\n"
+                          "print(c.controls['a'].value, c.controls['P'].value, c.errors)")
+    assert state.split() == ["dualpipe", "4", "[]"]
+    errors = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
+                           "print(sum(len(c.errors) for c in C))")
+    assert errors.strip() == "0"
 
 
 def test_run_panel_button_runs_a_real_job(page, lab):
@@ -138,13 +137,13 @@ def test_run_panel_button_runs_a_real_job(page, lab):
     button.click()
     pid = panel.get_attribute("id")
     page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
-                              .includes('finished in')""", arg=pid, timeout=240_000)
+                              .includes('finished in')""", arg=pid, timeout=B.RUN_MS)
     text = panel.inner_text()
     assert "✓ matches" in text and "measured: makespan" in text and "simulated with the same" in text
     assert panel.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
     page.wait_for_function("""(id) => { const b = [...document.querySelectorAll(`[id='${id}'] button`)]
                               .find(x => x.innerText.includes('Run for real'));
-                              return b && !b.disabled; }""", arg=pid, timeout=30_000)
+                              return b && !b.disabled; }""", arg=pid, timeout=B.STEP_MS)
     img = panel.locator(".widget-image").first
     assert img.evaluate("el => el.complete && el.naturalWidth > 0")
     state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
@@ -170,12 +169,12 @@ def test_3d_configurator_in_a_real_browser(page, lab):
     settle(page, lambda: _dropdown(canvas, "GPUs").locator("select").select_option("128"))
     page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
                               .includes('128 GPUs ≠ TP×PP×DP = 8×4×2 = 64')""", arg=pid,
-                           timeout=30_000)
+                           timeout=B.STEP_MS)
     assert canvas.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 
     settle(page, lambda: _dropdown(canvas, "DP").locator("select").select_option("4"))
     page.wait_for_function("""(id) => !document.querySelector(`[id='${id}']`).innerText
-                              .includes('128 GPUs ≠')""", arg=pid, timeout=30_000)
+                              .includes('128 GPUs ≠')""", arg=pid, timeout=B.STEP_MS)
     after = figure_src(canvas)
     assert after and after != before
     state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"

@@ -69,7 +69,7 @@ def check_nothing_given_away(page, panel) -> None:
     check = q.locator(".pplab-check")
     (check.locator("button").first if check.locator("button").count() else check).click()
     page.wait_for_function("([q, t]) => q.querySelector('.pplab-reveal').innerText.includes(t)",
-                           arg=[q.element_handle(), REVEAL_TEXT], timeout=120_000)
+                           arg=[q.element_handle(), REVEAL_TEXT], timeout=B.STEP_MS)
     page.wait_for_timeout(500)                  # a second copy would arrive by now
     assert panel.inner_text().count(REVEAL_TEXT) == 1
     filled = [t for t in reveals.all_inner_texts() if t.strip()]
@@ -95,16 +95,16 @@ def check_lesson(page, panel, shot: str, lesson=None) -> dict:
     expected = len(json.loads(B.kernel_exec(page, SCENES_PY) or "[]"))
     page.wait_for_function("([p, n]) => p.querySelectorAll('.widget-vbox canvas.pplab-scene')"
                            ".length >= n",
-                           arg=[panel.element_handle(), expected], timeout=60_000)
+                           arg=[panel.element_handle(), expected], timeout=B.STEP_MS)
     roots = B.canvas_roots(panel)
     moves = 0
     for i, root in enumerate(roots):
         root.scroll_into_view_if_needed()
         moves += B.sweep_extremes(page, root, f"{shot}_canvas{i}")
     kernel_scenes = json.loads(B.kernel_exec(page, SCENES_PY) or "[]")
-    for root in roots:
-        drawn = B.drawn_scene(root)
-        assert drawn in kernel_scenes, "the browser drew a scene the kernel did not send"
+    for root in roots:                  # the kernel has handled every move; the last redraw
+        assert B.poll(lambda: B.drawn_scene(root) in kernel_scenes), \
+            "the browser drew a scene the kernel did not send"
     assert B.kernel_exec(page, ERRORS_PY).strip() == "0"
     questions = B.answer_questions(page, panel)
     assert not B.error_outputs(page, panel)

@@ -32,6 +32,12 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 TOKEN = "pplab-browser-test"
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SHOTS = Path(os.environ.get("PPLAB_SHOTS", ROOT / "build" / "shots"))
+#: how long the page may take for one step (a kernel's reply, a redraw, a feedback) and for a
+#: whole one (a server or kernel start, Run All, a real job): far beyond what a machine with
+#: other work beside it takes, so that only a broken product reaches them. Every wait polls
+#: for the state it needs; no verdict depends on speed.
+STEP_MS = 300_000
+RUN_MS = 900_000
 
 
 def run_in_own_loop(make_coroutine, timeout: float):
@@ -57,13 +63,22 @@ def run_in_own_loop(make_coroutine, timeout: float):
     return result[0]
 
 
+def poll(check, timeout_ms: float = STEP_MS, every: float = 0.2):
+    """``check()`` again every ``every`` seconds until it is true or ``timeout_ms`` has
+    passed; its last answer (a wait for a state, not for a time)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not (answer := check()) and time.monotonic() < deadline:
+        time.sleep(every)
+    return answer
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def wait_http(url: str, proc, log: Path, limit: float = 90) -> None:
+def wait_http(url: str, proc, log: Path, limit: float = RUN_MS / 1000) -> None:
     deadline = time.time() + limit
     while True:
         assert proc.poll() is None, log.read_text()[-3000:]
@@ -152,7 +167,7 @@ def static_server(folder: Path):
 
 
 # ---- page helpers -------------------------------------------------------------------------
-def open_notebook(page, url: str, name: str, timeout: float = 120_000):
+def open_notebook(page, url: str, name: str, timeout: float = RUN_MS):
     """Open ``name`` at ``url`` (a lab/tree or lite URL); wait for its kernel; return the
     panel locator (every later locator is scoped to it: other tabs may be restored)."""
     page.goto(url)
@@ -164,7 +179,7 @@ def open_notebook(page, url: str, name: str, timeout: float = 120_000):
     return page.locator(f"[id='{panel_id}']")
 
 
-def run_all(page, timeout_ms: int = 300_000) -> bool:
+def run_all(page, timeout_ms: int = RUN_MS) -> bool:
     return page.evaluate("""ms => Promise.race([
         window.jupyterapp.commands.execute('notebook:run-all-cells'),
         new Promise((_, r) => setTimeout(() => r(new Error('run-all timed out')), ms))])""",
@@ -221,7 +236,7 @@ SIGNATURE_JS = """root => { const c = root.querySelector('canvas.pplab-scene');
   return (c ? c.dataset.frame : '-') + '#' + html; }"""
 
 
-def settle(page, root, action, timeout: float = 60_000) -> None:
+def settle(page, root, action, timeout: float = STEP_MS) -> None:
     """Do ``action`` and wait until the canvas's picture or message has changed and then
     stayed the same for 300 ms (the kernel's answer arrived and was drawn)."""
     before = root.evaluate(SIGNATURE_JS)
@@ -299,7 +314,7 @@ def answer_questions(page, panel) -> int:
         try:
             page.wait_for_function("q => { const f = q.querySelector('.pplab-feedback');"
                                    " return f && f.innerText.trim().length > 0; }",
-                                   arg=q.element_handle(), timeout=120_000)
+                                   arg=q.element_handle(), timeout=STEP_MS)
         except Exception as e:
             raise AssertionError(f"no feedback from question {i}: {q.inner_text()[:300]!r}") \
                 from e
@@ -330,7 +345,7 @@ PICTURE_JS = """([panel, i]) => { const cell = panel.querySelectorAll('.jp-Cell'
 FIGURE_TEXT = re.compile(r"<Figure size \d+x\d+")
 
 
-def pictures_shown(page, panel, cells: list[int], timeout: float = 60_000) -> dict[int, int]:
+def pictures_shown(page, panel, cells: list[int], timeout: float = STEP_MS) -> dict[int, int]:
     """For each drawing cell, how many pictures its output shows (an image in JupyterLab, a
     page-drawn scene in JupyterLite); waits until each shows one. A cell that prints a
     matplotlib Figure's text instead of drawing it is an assertion error."""
@@ -369,7 +384,7 @@ def redraw_latencies(page, root, label: str, moves: int = 30) -> list[float]:
     for i in range(moves):
         n = page.evaluate("() => window.__lat.length")
         handle.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
-        page.wait_for_function("n => window.__lat.length > n", arg=n, timeout=30_000)
+        page.wait_for_function("n => window.__lat.length > n", arg=n, timeout=STEP_MS)
         time.sleep(0.05)
     return page.evaluate("() => window.__lat")
 
@@ -423,7 +438,7 @@ def bench_canvases(page, panel, moves: int = 30, cache: int = 0, prefetch: bool 
                               ("timeline", BENCH_TIMELINE, "V")):
         cell = append_and_run(page, panel, code.format(cache=cache, prefetch=prefetch,
                                                        at=", ".join(map(repr, at))))
-        cell.locator("canvas.pplab-scene").wait_for(timeout=120_000)
+        cell.locator("canvas.pplab-scene").wait_for(timeout=STEP_MS)
         root = canvas_roots(cell)[0]
         root.scroll_into_view_if_needed()
         out[name] = redraw_latencies(page, root, label, moves)
