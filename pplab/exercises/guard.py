@@ -74,8 +74,9 @@ def _functions(package: str, pattern: str):
 
 def sweeps(module: str, defined_in: str) -> bool:
     """Whether a wildcard over ``module`` names a function it holds that ``defined_in``
-    defines (both under pplab): its own and its re-exports, not those of :data:`SHARED`."""
-    return defined_in == module or defined_in not in SHARED
+    defines (both under pplab): its own and its re-exports, not those of :data:`SHARED`
+    (a shared package's modules included)."""
+    return defined_in == module or defined_in.split(".")[0] not in SHARED
 
 
 def _stub_code(path: str):
