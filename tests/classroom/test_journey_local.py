@@ -150,19 +150,22 @@ async def file_browser_path(page, folder: str) -> str:
 async def in_terminal(page, cmd: str) -> tuple[int, str]:
     """Type ``cmd`` in a new terminal of this JupyterLab (File › New › Terminal: a shell as
     the server's account); its exit status and what the terminal showed."""
-    rc, out = await page.evaluate("""async ([cmd, ms]) => {
-        const t = await window.jupyterapp.serviceManager.terminals.startNew();
+    # a terminal and an end marker of this command's own: a name JupyterLab would reuse
+    # replays the last terminal's screen, its marker included
+    tag = f"pplab{time.monotonic_ns()}"
+    rc, out = await page.evaluate("""async ([cmd, tag, ms]) => {
+        const t = await window.jupyterapp.serviceManager.terminals.startNew({name: tag});
         let out = '';
         const done = new Promise((resolve, reject) => {
           const timer = setTimeout(() => reject(new Error('timed out:' + out.slice(-3000))), ms);
           t.messageReceived.connect((_, msg) => {
             if (msg.type !== 'stdout') return;
             out += msg.content[0];
-            const m = out.match(/__TERMINAL_DONE_(\\d+)__/);
+            const m = out.match(new RegExp('__' + tag + '_([0-9]+)__'));
             if (m) { clearTimeout(timer); resolve(Number(m[1])); } }); });
-        t.send({type: 'stdin', content: [cmd + '; echo __TERMINAL_DONE_$?__\\r']});
+        t.send({type: 'stdin', content: [cmd + '; echo __' + tag + '_$?__\\r']});
         const rc = await done; await t.shutdown(); return [rc, out]; }""",
-                                  [cmd, W.PATIENCE_MS])
+                                  [cmd, tag, W.PATIENCE_MS])
     return rc, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r", "", out)
 
 
