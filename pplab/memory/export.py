@@ -223,6 +223,9 @@ def megatron_args(model: ModelSpec, cfg: ParallelConfig, seq: int) -> list[str]:
               "--expert-model-parallel-size", cfg.ep]
         if x.shared:
             a += ["--moe-shared-expert-intermediate-size", x.shared * x.ffn]
+        # the router in fp32: DeepSeek-V3 keeps its MoE gating in higher precision (§3.3), and
+        # Megatron Core warns that many experts without it are numerically unstable
+        a += ["--moe-router-dtype", "fp32"]
     a += ["--bf16", "--tensor-model-parallel-size", cfg.tp,
           "--pipeline-model-parallel-size", cfg.pp]
     if cfg.cp > 1:

@@ -392,6 +392,8 @@ def test_torchtitan_reads_back_deepseek_v3_with_fsdp_for_zero1(tmp_path):
                                    etp=1, world_size=cfg.num_gpus)
 
 
+@pytest.mark.filterwarnings("ignore:full scope is deprecated:UserWarning")   # Core's own default
+@pytest.mark.filterwarnings("error::UserWarning:megatron.core.transformer.transformer_config")
 def test_megatron_core_accepts_deepseek_v3_on_a_schedule_it_has():
     """DeepSeek-V3 with Megatron-LM's own 1F1B (it has no DualPipe) and the report's PP 16,
     EP 64, ZeRO-1: the MoE and MLA flags land in Megatron Core's ``MLATransformerConfig``."""
@@ -416,7 +418,7 @@ def test_megatron_core_accepts_deepseek_v3_on_a_schedule_it_has():
         num_moe_experts=a["num_experts"], moe_router_topk=a["moe_router_topk"],
         moe_ffn_hidden_size=a["moe_ffn_hidden_size"],
         moe_shared_expert_intermediate_size=a["moe_shared_expert_intermediate_size"],
-        moe_layer_freq=eval(a["moe_layer_freq"]),
+        moe_layer_freq=eval(a["moe_layer_freq"]), moe_router_dtype=a["moe_router_dtype"],
         expert_model_parallel_size=a["expert_model_parallel_size"],
         tensor_model_parallel_size=a["tensor_model_parallel_size"],
         pipeline_model_parallel_size=a["pipeline_model_parallel_size"],
