@@ -15,7 +15,8 @@ reduce-scatter (ZeRO-2 summing whole gradients and reducing once a step is ZeRO-
 held and moved, so the planner does not list it apart).
 
 Pruning keeps it quick: TP is a power of two inside one node, PP any depth whose stages
-split the layers evenly (between fixed first/last ones when those are given),
+split the layers evenly (between fixed first/last ones when those are given) or, without
+those, whose first and last stages can take the remainder (``_uneven_ends``),
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
 simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
 the pipeline is in steady state; ``extrapolate.py``). Dominated recompute/ZeRO choices are
@@ -239,18 +240,49 @@ def bubble_breakdown(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None 
 
 def _pp_choices(layers: int, limit: int, first: int | None = None,
                 last: int | None = None) -> list[int]:
-    """Every pipeline depth up to ``limit`` whose stages split the layers evenly: all of
-    them, or those between the fixed first/last ones (PP = 35 for a 105-layer model, as
-    Megatron-LM's Table 1 runs the 530B model; PP = 16 for Llama 3 405B's 126 layers with
-    7 on the first and the last stage, 8 on each of the 14 between)."""
+    """Every pipeline depth up to ``limit`` the layers allow. With first/last layer counts
+    fixed: those whose other stages split the rest evenly (PP = 16 for Llama 3 405B's 126
+    layers with 7 on the first and the last stage, 8 on each of the 14 between). Without:
+    those that split the layers evenly (PP = 35 for a 105-layer model, as Megatron-LM's
+    Table 1 runs the 530B model), and every other depth whose ends can take the remainder
+    (``_uneven_ends``)."""
     ends = [n for n in (first, last) if n is not None]
     out = [1]
     for p in range(2, min(layers, limit) + 1):
+        if not ends:
+            if layers % p == 0 or _uneven_ends(layers, p):
+                out.append(p)
+            continue
         middle, rest = p - len(ends), layers - sum(ends)
         if (middle == 0 and rest == 0) or (middle > 0 and rest >= middle
                                            and rest % middle == 0):
             out.append(p)
     return out
+
+
+def _uneven_ends(layers: int, stages: int) -> tuple[int, int] | None:
+    """(first, last) layer counts for ``stages`` that do not split the layers evenly: each
+    middle stage takes m = ⌈layers/stages⌉ and the two ends share the rest, the first the
+    larger half (the last also runs the output layer): Llama 3 405B's 126 layers on 16
+    stages are 7 + 14·8 + 7, DeepSeek-V3's 61 are 3 + 14·4 + 2. None where an end would be
+    left without a layer."""
+    m = -(-layers // stages)
+    rest = layers - (stages - 2) * m
+    return ((rest + 1) // 2, rest // 2) if rest >= 2 else None
+
+
+def _split_ends(layers: int, p: int, name: str, V, first, last) -> tuple:
+    """(first, last) layer counts for depth ``p`` under schedule ``name``: the user's when
+    given (none at PP = 1); none when ``p`` divides the layers; otherwise ``_uneven_ends``
+    over the schedule's P·V model chunks, or, where the chunks are too many for that, none:
+    the chunks split as evenly as they go (DeepSeek-V3's 61 layers on DualPipe's 32)."""
+    if p == 1:
+        return (None, None)
+    if first is not None or last is not None or layers % p == 0:
+        return (first, last)
+    sch = spec(name)
+    per_rank = {"any": V, "fixed": sch.default_V}.get(sch.stages_per_rank, 1)
+    return _uneven_ends(layers, p * per_rank) or (None, None)
 
 
 def _ep_choices(model: ModelSpec, eps, shard: int) -> list[int]:
@@ -310,11 +342,11 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                                          f"{d * b}", memory=hw.memory))
                     continue
                 M = gb // (d * b)
-                ends = (first_layers, last_layers) if p > 1 else (None, None)
                 zeros = _zero_options(zero_stages, zero3_regather, d * c)
                 for e, name in ((e, n) for e in _ep_choices(model, eps, d * c)
                                 for n in (schedules if p > 1 else ("1f1b",))):
                     for V in (virtual if spec(name).stages_per_rank == "any" else (None,)):
+                        ends = _split_ends(model.layers, p, name, V, first_layers, last_layers)
                         out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
                                              sp and t > 1, zeros, hw, seq, ends, c,
                                              activations, e))

@@ -102,9 +102,11 @@ def test_pplab_memory_states_the_layout(capsys):
     assert "must divide DP·CP = 100" in capsys.readouterr().err
 
 
-def test_pplab_plan_ranks_the_published_layout_first(capsys):
-    """Against every layout the planner finds with EP 1, 8 or 64 (no pipeline: 61 layers split
-    evenly only 61 ways), the report's layout is the fastest that fits."""
+def test_pplab_plan_ranks_the_published_layout_near_the_top(capsys):
+    """Against every layout the planner finds with EP 1, 8 or 64, pipelines of every depth
+    included (61 layers split unevenly: 3 + 14·4 + 2 at PP 16), the report's layout ranks
+    9th of 238: pplab prices shallower DualPipeV pipelines (PP 4 or 8 with uneven ends,
+    EP 64) up to 10 % faster (24.9 s against 27.6 s a step)."""
     assert main(["plan", "--model", "deepseek-v3", "--gpus", "2048", "--global-batch", "15360",
                  "--gpu", "h800-80gb", "--activations", "fp8", "--eps", "1,8,64",
                  "--pp", "16", "--ep", "64", "--dp", "128", "--zero", "1", "-s", "dualpipev",
@@ -112,4 +114,4 @@ def test_pplab_plan_ranks_the_published_layout_first(capsys):
     import json
     d = json.loads(capsys.readouterr().out)
     assert (d["ep"], d["pp"], d["dp"], d["fits"]) == (64, 16, 128, True)
-    assert d["rank"] == 1 and d["of"] >= 5
+    assert d["rank"] <= 10 and d["of"] >= 200

@@ -56,7 +56,9 @@ def test_every_depth_the_layers_allow_is_tried():
     from pplab.memory import get_preset
     from pplab.memory.planner import _pp_choices
     assert _pp_choices(126, 8192, 7, 7) == [1, 3, 4, 6, 9, 10, 16, 18, 30, 58, 114]
-    assert 16 not in _pp_choices(126, 8192)
+    assert 16 in _pp_choices(126, 8192)             # the ends take the remainder (below)
+    # 12 is not among them: 10 middle stages of ⌈61/12⌉ = 6 leave one layer for two ends
+    assert _pp_choices(61, 61) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 16, 21, 31, 61]
     assert 35 in _pp_choices(105, 315) and _pp_choices(105, 315, 4, None) == [1, 2, 102]
     assert _pp_choices(10, 10, 4, 6) == [1, 2]
     m = get_preset("llama3-405b")
@@ -67,3 +69,26 @@ def test_every_depth_the_layers_allow_is_tried():
     assert pp16 and all(c.feasible or c.over_memory for c in pp16)   # sized, not ruled out
     assert [r.stop - r.start for r in pp16[0].config.stage_ranges(
         pp16[0].config.make_schedule(), 126)] == [7] + [8] * 14 + [7]
+
+
+def _ends(cands, pp):
+    return {(c.config.schedule, c.config.first_layers, c.config.last_layers)
+            for c in cands if c.config.pp == pp}
+
+
+def test_depths_that_do_not_divide_the_layers_give_their_ends_the_remainder():
+    """Without --first-layers/--last-layers, Llama 3 405B's 126 layers on 16 stages are
+    7 + 14·8 + 7, DeepSeek-V3's 61 are 3 + 14·4 + 2 (the first end the larger); a depth that
+    divides the layers stays even, and a V-shape's 2·P chunks take the remainder the same way
+    or, where its ends would be empty, split as evenly as they go."""
+    from pplab.memory import get_preset
+    from pplab.memory.published_runs import DEEPSEEK_EPS, H800
+    llama = plan(get_preset("llama3-405b"), 8192, global_batch=2048)
+    assert {("1f1b", 7, 7), ("zb-h1", 7, 7), ("zbv", 3, 3)} <= _ends(llama, 16)
+    assert _ends(llama, 2) == {(s, None, None) for s in
+                               ("1f1b", "interleaved", "zb-h1", "zbv", "dualpipev", "gpipe")}
+    assert any(c.feasible for c in llama if c.config.pp == 16)
+    deepseek = plan(get_preset("deepseek-v3"), 2048, H800, global_batch=15360,
+                    activations="fp8", eps=DEEPSEEK_EPS)
+    assert {("1f1b", 3, 2), ("dualpipev", None, None)} <= _ends(deepseek, 16)
+    assert any(c.feasible for c in deepseek if c.config.pp == 16)
