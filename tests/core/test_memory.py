@@ -60,7 +60,7 @@ def test_seed_lecture_3d_70b_zero1():
 
 
 def test_seed_lecture_zero1_table_is_wrong():
-    # Seed ch. 4 table says ZeRO-1 "~230 GB" for 70B, D=64; ZeRO §5 gives 4Ψ + 12Ψ/N_d = 293.1.
+    # The CS336 lecture's table says ZeRO-1 "~230 GB" for 70B, D=64; ZeRO §5 gives 4Ψ + 12Ψ/N_d = 293.1.
     assert sum(model_states_bytes(70e9, 64, 1)) / GB == pytest.approx(293.125)
     assert sum(model_states_bytes(70e9, 64, 2)) / GB == pytest.approx(155.3125)
 

@@ -67,7 +67,9 @@ def test_seed_corrections_are_stated_in_the_text():
     md = {n: "\n".join(c.source for c in _read(n).cells if c.cell_type == "markdown")
           for n in LESSONS}
     assert "2.3× larger" in md["08_activations_sp_recompute.ipynb"]
-    assert "293.1 GB" in md["07_where_memory_goes.ipynb"]
+    from pplab.course.reveals import measurement_text     # under its question, after the guess
+    assert "ZeRO-1 is 293.1 GB, not ~230 GB" in measurement_text("07.zero1-70b")
+    assert "293.1" not in md["07_where_memory_goes.ipynb"]
     assert "80 layers" in md["07_where_memory_goes.ipynb"]
     assert "min(P − r, M)" in md["07_where_memory_goes.ipynb"]
     assert "10/23 = 43%" in md["08_activations_sp_recompute.ipynb"]

@@ -128,8 +128,10 @@ def _checked_text(path):
 
 def test_lesson05_corrections_are_measured():
     text = _checked_text(LESSONS[0])
-    assert " 1    17.9%    21.9%   17.9%" in text           # the post's V=1 row is ÷ total
-    assert " 2     9.9%    10.9%   10.9%" in text
+    from pplab.course.reveals import measurement_text     # after the bubble guess, not before
+    article = measurement_text("05.bubble-v2")
+    assert " 1    17.9%    21.9%   17.9%" in article        # the article's V=1 row is ÷ total
+    assert " 2     9.9%    10.9%   10.9%" in article and "10.9%" not in text
     assert "multiple of P" in text
     assert "stage-equivalents [8.0, 8.0, 8.0, 8.0]" in text   # bfs holds M on every rank
     assert " 2                  11                5.5        5.5" in text

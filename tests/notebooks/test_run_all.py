@@ -6,7 +6,7 @@ output's text and HTML, figures' titles and labels, printed tables, every widget
 (canvas messages and pictures, sliders, measurement areas). With every question still open,
 none of its answer forms (tests/helpers/answer_forms.py) may appear in any output or widget
 anywhere in the lesson, nor in the text around it: the cells above it and those right
-under it, up to the next question or heading. Then every guess is committed through the
+under it, up to the next question or section heading (## or #). Then every guess is committed through the
 widget's own button: a prediction's feedback gives the answer, and a question with a
 measurement shows it once, in its own area and nowhere else.
 
@@ -28,7 +28,9 @@ from pplab.course.reveals import group, reveal_ids
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_*.ipynb"))}
-HEADING = re.compile(r"^\s*#", re.M)
+#: a section's own heading ends what is read with its question; a sub-heading (###) does not:
+#: the subsection's text stands beside the question on the page
+SECTION = re.compile(r"\s*#{1,2}\s")
 
 
 
@@ -41,11 +43,11 @@ def _read_with(run, cell: int) -> list:
     """What a student reads with the question at ``cell`` while it is open: every output
     and widget of the lesson (Run All made them all) but the question's own (its widget, and
     the text form of it that the cell's output holds), and the
-    text above it and right under it (up to the next question or heading)."""
+    text above it and right under it (up to the next question or section heading)."""
     asked_cells = sorted({c.cell for c in run.commits})
     nxt = next((c for c in asked_cells if c > cell), None)
     heading = next((s.cell for s in run.page if s.cell > cell and s.kind == "markdown"
-                    and s.text.lstrip().startswith("#")), None)
+                    and SECTION.match(s.text)), None)
     until = min(c for c in (nxt, heading, 10**9) if c is not None)
     out = []
     for s in run.page:

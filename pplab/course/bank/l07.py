@@ -78,8 +78,21 @@ def _zero1_70b() -> str:
     psi, nd, GB = 70e9, 64, 1e9
     claims = {1: "~230 GB", 2: "~160 GB", 3: "17.5 GB"}
     assert abs(sum(model_states_bytes(psi, nd, 1)) / GB - (4 * 70 + 12 * 70 / 64)) < 1e-9
-    return "\n".join(f"ZeRO-{z}: {sum(model_states_bytes(psi, nd, z)) / GB:6.1f} GB   "
-                     f"(lecture: {claims[z]})" for z in (1, 2, 3))
+    per = {z: sum(model_states_bytes(psi, nd, z)) / GB for z in (1, 2, 3)}
+    assert per[3] < 80 < per[2] < per[1]
+    table = ["ZeRO's stages, bytes of model states per GPU with Ψ parameters (ZeRO §5):",
+             "  stage         also sharded        bytes per GPU",
+             "  0 (plain DP)  nothing             2Ψ + 2Ψ + 12Ψ = 16Ψ",
+             "  1             optimizer states    4Ψ + 12Ψ/N_d",
+             "  2             + gradients         2Ψ + 14Ψ/N_d",
+             "  3 (= FSDP)    + parameters        16Ψ/N_d", ""]
+    return "\n".join(table +
+        [f"ZeRO-{z}: {per[z]:6.1f} GB   (lecture: {claims[z]})" for z in (1, 2, 3)] +
+        ["The CS336 lecture's 70B table, checked: ZeRO-1 is "
+         f"{per[1]:.1f} GB, not ~230 GB, because 4Ψ = {4 * psi / GB:.0f} GB stays on every GPU "
+         f"(the bf16 parameters and gradients are not sharded); ZeRO-2 is {per[2]:.1f} GB, "
+         f"close to the lecture's ~160; FSDP's {per[3]:.1f} GB is right. Only stage 3 gets a "
+         "70B model under 80 GB with data parallelism alone."])
 
 
 def _schedules_memory(names) -> tuple[list, dict]:
