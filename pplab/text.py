@@ -5,9 +5,11 @@ from .timeline import Timeline
 
 
 def metrics_line(tl: Timeline) -> str:
-    """'makespan 33, bubble 27.3% of total, 37.5% of ideal' — the course's standard summary."""
-    return (f"makespan {tl.makespan:.4g}, bubble {tl.bubble_fraction:.1%} of total, "
-            f"{tl.bubble_ratio:.1%} of ideal")
+    """'makespan 33, bubble 27.3% of total, 37.5% of ideal' — the course's standard summary
+    (one pass over the timeline: ``totals()``)."""
+    t = tl.totals()
+    return (f"makespan {t.makespan:.4g}, bubble {t.bubble_fraction:.1%} of total, "
+            f"{t.bubble_ratio:.1%} of ideal")
 
 
 def timeline_to_text(timeline: Timeline, width: int = 100) -> str:
@@ -48,7 +50,9 @@ def per_rank(values, per_row: int = 16) -> str:
 
 
 def metrics_text(timeline: Timeline) -> str:
-    bf, br = timeline.bubble_fraction, timeline.bubble_ratio
-    return (f"makespan {timeline.makespan:.4g}   bubble {bf:.2%} of total time "
+    """The CLI's summary: the metrics line's figures in words, and the peaks."""
+    t = timeline.totals()
+    bf, br = t.bubble_fraction, t.bubble_ratio
+    return (f"makespan {t.makespan:.4g}   bubble {bf:.2%} of total time "
             f"(idle ÷ P·makespan), {br:.2%} of ideal (idle ÷ busy)\n"
             f"peak in-flight microbatches per rank: {timeline.peak_inflight}")

@@ -2,23 +2,32 @@
 
 Keeping a single type is the point of the course: a measured run and a simulated run of the
 same schedule can be compared number for number and drawn one over the other.
+
+Its one storage is columns (:class:`RunColumns`): per op its integer key (``pplab.keys``),
+rank, start and end, rank by rank in run order. A 64-rank pipeline's ~100 000 ops stay
+numbers; ``Timeline.events`` is a read-only view that makes each :class:`Event` when read,
+and every metric is worked out from the columns when asked (nothing is kept on the side).
+
+The in-flight rule (:data:`INFLIGHT_RULE`) lives here too, the one place the timeline, the
+scene's in-flight lines and the memory accounting count activations by.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cache, partial, reduce
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial, reduce
 from itertools import accumulate, chain, repeat
-from operator import add, and_, attrgetter, sub
-from typing import Iterable, NamedTuple
+from operator import add, and_, itemgetter, sub
+from typing import Iterable, Iterator, NamedTuple
 
 from . import keys
-from .ir import Op, Schedule, gc_paused, parse_op
-from .keys import KIND_MASK, KINDS, PAIR_BASE
+from .ir import Op, OpRow, Schedule, gc_paused, op_key, op_of_key, parse_op
+from .keys import CLASS_MASK, KIND_MASK, KIND_SLOTS, KINDS, PAIR_BASE
 
 
 class Event(NamedTuple):
-    """One op's run on one rank. A tuple, because a simulation builds one per action and a
-    tuple is several times quicker to make than a frozen dataclass."""
+    """One op's run on one rank. A tuple, because a view over 100 000 ops makes one per op
+    and a tuple is several times quicker to make than a frozen dataclass."""
     rank: int
     op: Op
     start: float
@@ -52,7 +61,14 @@ class Transfer(NamedTuple):
                 "start": self.start, "end": self.end}
 
 
-_START_END = attrgetter("start", "end")
+# ---- the in-flight rule ----------------------------------------------------------------------
+
+#: The in-flight rule, its one home: what one part of an op does to the activations its rank
+#: holds, as (whole, waiting for their W). A forward's activation stays alive until the
+#: backward that consumes it: a B frees it; a split backward's I keeps it, shrunk to what its
+#: W still needs, until the W frees that. Counted over a run order that validates (each B, I
+#: and W after its forward), so a count is "forwards done minus B's and W's done".
+INFLIGHT_RULE = {"F": (1, 0), "B": (-1, 0), "I": (-1, 1), "W": (0, -1)}
 
 
 class InflightWalk(NamedTuple):
@@ -63,62 +79,70 @@ class InflightWalk(NamedTuple):
     op_last: list[int]           # per op, the index of its last part
 
 
-def inflight_walk(ops: Iterable[Op], full: dict[int, float] | None = None,
+def _row_keys(ops) -> tuple[int, ...]:
+    """A rank's ops as their keys: an ``OpRow``'s own, else each op's."""
+    return ops.keys if type(ops) is OpRow else OpRow.of_ops(ops).keys
+
+
+def _parts(row_keys) -> tuple[Sequence[int], list[int]]:
+    """Each op's parts as action keys (a pair: its forward, then its backward, the order
+    the rule counts them in) and, per op, the index of its last part."""
+    if not row_keys or max(row_keys) < PAIR_BASE:
+        return row_keys, list(range(len(row_keys)))
+    parts: list[int] = []
+    op_last = []
+    for k in row_keys:
+        if k >= PAIR_BASE:
+            parts += keys.halves(k)
+        else:
+            parts.append(k)
+        op_last.append(len(parts) - 1)
+    return parts, op_last
+
+
+def _level_steps(parts, full, pending_w) -> Iterator[float]:
+    """Per part, what the rule does to the weight alive: a whole activation weighs
+    ``full[stage]`` (default 1), one waiting for its W ``pending_w[stage]`` (default: as
+    much as whole)."""
+    if full is None and pending_w is None:          # a count: the kind alone decides
+        count = [whole + waiting for whole, waiting in map(INFLIGHT_RULE.__getitem__, KINDS)]
+        return map(count.__getitem__, map(and_, parts, repeat(KIND_MASK)))
+    step: dict[int, float] = {}
+    for c in set(map(and_, parts, repeat(CLASS_MASK))):
+        stage, kind = divmod(c, KIND_SLOTS)
+        w = 1.0 if full is None else full[stage]
+        whole, waiting = INFLIGHT_RULE[KINDS[kind]]
+        step[c] = whole * w + waiting * (w if pending_w is None else pending_w[stage])
+    return map(step.__getitem__, map(and_, parts, repeat(CLASS_MASK)))
+
+
+def inflight_profile(ops, full: dict[int, float] | None = None,
+                     pending_w: dict[int, float] | None = None) -> list[float]:
+    """The weight of activations alive after each part of each op of one rank's run order
+    (``ops``: an ``OpRow`` or any ops), by :data:`INFLIGHT_RULE`; ``full`` maps a stage to
+    what one of its activations counts, ``pending_w`` to what one waiting for its W counts
+    (default: as much). With neither, a count (ints)."""
+    parts, _ = _parts(_row_keys(ops))
+    return list(accumulate(_level_steps(parts, full, pending_w)))
+
+
+def inflight_walk(ops, full: dict[int, float] | None = None,
                   pending_w: dict[int, float] | None = None) -> InflightWalk:
-    """The in-flight rule, the one place it is written (the timeline, the scene's in-flight
-    lines and the memory accounting all walk a run order through it).
-
-    A forward leaves its activation alive until the backward that consumes it has finished:
-    a ``B`` frees it; a split backward's ``I`` keeps it, shrunk to ``pending_w[stage]``
-    (default: unchanged), until its ``W`` frees that. ``full`` maps a stage to what one
-    activation counts (default 1). Read after every part of every op, so an overlapped
-    pair's forward counts before its backward frees.
-    """
-    whole: set = set()
-    waiting: set = set()
-    level, n_whole, n_waiting = 0.0, 0, 0
-    levels, wholes, waitings, op_last = [], [], [], []
-    add_level, add_whole, add_waiting = levels.append, wholes.append, waitings.append
-    for op in ops:
-        for a in op.parts:
-            kind = a.kind
-            w = 1.0 if full is None else full[a.stage]
-            if kind == "F":
-                whole.add((a.stage, a.microbatch))
-                level += w
-                n_whole = len(whole)
-            else:
-                key = (a.stage, a.microbatch)
-                if kind == "I" and key in whole:
-                    whole.remove(key)
-                    waiting.add(key)
-                    n_whole, n_waiting = n_whole - 1, n_waiting + 1
-                    if pending_w is not None:
-                        level += pending_w[a.stage] - w
-                elif kind == "W" and key in waiting:
-                    waiting.remove(key)
-                    n_waiting -= 1
-                    level -= w if pending_w is None else pending_w[a.stage]
-                elif kind in ("B", "W") and key in whole:
-                    whole.remove(key)
-                    n_whole -= 1
-                    level -= w
-            add_level(level)
-            add_whole(n_whole)
-            add_waiting(n_waiting)
-        op_last.append(len(levels) - 1)
-    return InflightWalk(levels, wholes, waitings, op_last)
-
-
-def inflight_profile(ops: Iterable[Op], weights: dict[int, float] | None = None) -> list[float]:
-    """Activations alive after each part of each op of one rank's run order (``inflight_walk``;
-    ``weights`` maps a stage to how much one of its activations counts, default 1)."""
-    return inflight_walk(ops, weights).levels
+    """``inflight_profile`` with the counts beside it: after every part, the weight alive,
+    the activations alive whole and those waiting for their W; read after every part, so an
+    overlapped pair's forward counts before its backward frees."""
+    parts, op_last = _parts(_row_keys(ops))
+    codes = list(map(and_, parts, repeat(KIND_MASK)))
+    rule = [INFLIGHT_RULE[k] for k in KINDS]
+    whole = list(accumulate(rule[c][0] for c in codes))
+    waiting = list(accumulate(rule[c][1] for c in codes))
+    return InflightWalk(list(accumulate(_level_steps(parts, full, pending_w))), whole,
+                        waiting, op_last)
 
 
 def peak_inflight_of(schedule: Schedule, stage_equivalents: bool = False) -> list[float]:
     """Per-rank peak of microbatch activations held at once, read off the schedule's run
-    order (``Timeline.peak_inflight`` reads it off the order a run's events took).
+    order (``Timeline.peak_inflight`` reads it off the order a run's ops took).
 
     With ``stage_equivalents`` each chunk counts by its share of the rank's layers (1/V for an
     interleaved chunk), which is what activation memory is proportional to.
@@ -126,21 +150,163 @@ def peak_inflight_of(schedule: Schedule, stage_equivalents: bool = False) -> lis
     weights = None
     if stage_equivalents:
         weights = {s: schedule.chunk_fraction(s) for s in range(schedule.num_stages)}
-    peaks = []
-    for ops in schedule.ranks:
-        prof = inflight_profile(ops, weights)
-        peak = max(prof, default=0.0)
-        peaks.append(peak if stage_equivalents else int(round(peak)))
-    return peaks
+    peaks = [max(inflight_profile(ops, weights), default=0.0) for ops in schedule.ranks]
+    return peaks if stage_equivalents else [int(round(p)) for p in peaks]
 
 
 #: the name the lessons call (``from pplab import peak_inflight``)
 peak_inflight = peak_inflight_of
 
 
-@dataclass
+# ---- the storage -----------------------------------------------------------------------------
+
+class RunColumns(NamedTuple):
+    """A run as columns, the one storage of a :class:`Timeline` (and what the fast
+    simulator returns): ops are numbered rank by rank, each rank's in the order they ran
+    (so its starts never decrease);
+    op ``i`` (key ``keys[i]``) ran on ``rank[i]`` from ``start[i]`` to ``end[i]``;
+    ``bounds[r]`` .. ``bounds[r + 1] - 1`` are rank r's ops; ``order`` lists the op numbers in
+    the order the events read (the reference simulator's, or the order a run was recorded in)."""
+    order: Sequence[int]
+    rank: Sequence[int]
+    start: Sequence[float]
+    end: Sequence[float]
+    bounds: Sequence[int]
+    keys: Sequence[int]
+
+
+def columns_of_events(num_ranks: int, events: Iterable[Event]) -> RunColumns:
+    """Events (in any order) as columns: each rank's ops in (start, end) order, the order
+    they ran; ``order`` keeps the events' own. ValueError for a rank outside the timeline."""
+    events = list(events)
+    per_rank: list[list[int]] = [[] for _ in range(num_ranks)]
+    for j, e in enumerate(events):
+        if not 0 <= e.rank < num_ranks:
+            raise ValueError(f"event {e.op} on rank {e.rank}: the timeline has ranks "
+                             f"0..{num_ranks - 1}")
+        per_rank[e.rank].append(j)
+    for row in per_rank:
+        row.sort(key=lambda j: (events[j].start, events[j].end))
+    taken = list(chain.from_iterable(per_rank))
+    position = [0] * len(events)
+    for i, j in enumerate(taken):
+        position[j] = i
+    picked = [events[j] for j in taken]
+    return RunColumns(order=tuple(position), rank=tuple(e.rank for e in picked),
+                      start=tuple(e.start for e in picked), end=tuple(e.end for e in picked),
+                      bounds=tuple(accumulate(map(len, per_rank), initial=0)),
+                      keys=tuple(op_key(e.op) for e in picked))
+
+
+class Events(Sequence):
+    """A timeline's events: a read-only view of its columns, in their ``order``; each
+    :class:`Event` is made when it is read (the columns are the only copy)."""
+    __slots__ = ("_columns",)
+
+    def __init__(self, columns: RunColumns):
+        object.__setattr__(self, "_columns", columns)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a timeline's events are read-only; make a new Timeline")
+
+    def __len__(self) -> int:
+        return len(self._columns.order)
+
+    def __getitem__(self, j):
+        c = self._columns
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        i = c.order[j]
+        return Event(c.rank[i], op_of_key(c.keys[i]), c.start[i], c.end[i])
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(events_in(self._columns, self._columns.order))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Events):
+            return self._columns == other._columns or list(self) == list(other)
+        if isinstance(other, (list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Events({len(self)} events)"
+
+
+def events_in(columns: RunColumns, numbers: Iterable[int]) -> list[Event]:
+    """The Events of the ops ``numbers`` (op numbers of ``columns``), in that order."""
+    numbers = list(numbers)
+    new = partial(tuple.__new__, Event)
+    with gc_paused():
+        return list(map(new, zip(map(columns.rank.__getitem__, numbers),
+                                 map(op_of_key, map(columns.keys.__getitem__, numbers)),
+                                 map(columns.start.__getitem__, numbers),
+                                 map(columns.end.__getitem__, numbers))))
+
+
+def run_events(run: RunColumns) -> list[Event]:
+    """A simulation's Event objects from its columns, in the reference's order (the
+    simulator's last step: ``execute``'s answer)."""
+    return events_in(run, run.order)
+
+
+def op_kinds(op_keys) -> list[str]:
+    """Each op's kind (``"FB"`` for an overlapped pair) from its integer key."""
+    if op_keys and max(op_keys) >= PAIR_BASE:
+        return ["FB" if keys.is_pair(k) else keys.kind_of(k) for k in op_keys]
+    return list(map(KINDS.__getitem__, map(and_, op_keys, repeat(KIND_MASK))))
+
+
+# ---- the timeline ----------------------------------------------------------------------------
+
+class Totals(NamedTuple):
+    """What every bubble metric is made of, read off the columns in one pass
+    (``Timeline.totals``); each metric is written here once."""
+    num_ranks: int
+    start: float                 # the first op's start
+    end: float                   # the last op's end
+    busy: list[float]            # per rank, the time its ops ran
+    spans: list[float]           # per rank, its first op's start to its last op's end
+
+    @property
+    def makespan(self) -> float:
+        """First start to last end: one step's time, the figure every bubble metric divides."""
+        return self.end - self.start
+
+    @property
+    def idle(self) -> float:
+        """Rank-time spent waiting: P × makespan − Σ busy, the bubble in time units."""
+        return self.num_ranks * self.makespan - sum(self.busy)
+
+    @property
+    def bubble_fraction(self) -> float:
+        """idle ÷ (P × makespan): GPipe's bubble, (P−1)/(M+P−1) for GPipe."""
+        capacity = self.num_ranks * self.makespan
+        return (capacity - sum(self.busy)) / capacity if capacity > 0 else 0.0
+
+    @property
+    def bubble_ratio(self) -> float:
+        """idle ÷ busy: Megatron-LM's bubble, (P−1)/M for GPipe."""
+        work = sum(self.busy)
+        return (self.num_ranks * self.makespan - work) / work if work > 0 else 0.0
+
+    @property
+    def bubble_rate_span(self) -> float:
+        """Zero Bubble's bubble rate: (longest span − busiest rank's work) ÷ longest span."""
+        span = max(self.spans, default=0.0)
+        return (span - max(self.busy, default=0.0)) / span if span > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class Timeline:
-    """Events per rank plus the metrics the course talks about.
+    """Ops per rank, as columns, plus the metrics the course talks about.
+
+    Make one from events with :meth:`of_events` (a measured run, the reference simulator)
+    or from the fast simulator's columns with :meth:`from_run`. Nothing is written into it
+    afterwards: each metric is worked out from the columns when read (``totals()`` gives
+    several at once, one pass).
 
     Three bubble metrics, because three papers measure it three ways:
 
@@ -156,184 +322,167 @@ class Timeline:
       spans the whole step, and is smaller for ZB-H2, whose last rank starts late.
     """
     num_ranks: int
-    events: list[Event]
+    columns: RunColumns
     source: str = "simulated"
     schedule: Schedule | None = None
     meta: dict = field(default_factory=dict)
-    #: communication intervals (empty unless the stream model or a trace recorded them);
-    #: the metrics below read compute events only
-    transfers: list[Transfer] = field(default_factory=list)
+    #: communication intervals (empty unless the stream model or a trace recorded them), a
+    #: read-only sequence; the metrics read compute ops only
+    transfers: Sequence[Transfer] = ()
 
-    # ---- columns: a simulation's events before any is read ------------------------------
+    def __post_init__(self):
+        if not isinstance(self.columns, RunColumns):
+            raise TypeError("Timeline(num_ranks, columns, ...) takes RunColumns; for a list "
+                            "of events use Timeline.of_events(num_ranks, events, ...)")
+
     @classmethod
-    def from_run(cls, schedule: Schedule, run, source: str = "simulated",
-                 meta: dict | None = None, transfers=None) -> "Timeline":
-        """A timeline kept as the simulator's columns (``sim.fast.Run``: per op its
-        rank, start and end, plus the run order). ``events`` is made on first read; the
-        metrics, the per-rank figures and the canvases' strips read the columns, so a
-        64-rank pipeline's slider move never builds its ~100 000 Event objects.
-        ``transfers``: a list, or a function that makes it on first read (the stream model's
-        messages)."""
-        tl = cls.__new__(cls)
-        tl.__dict__.update(num_ranks=schedule.P, source=source, schedule=schedule,
-                           meta={} if meta is None else meta, _run=run)
-        if callable(transfers):
-            tl.__dict__["_make_transfers"] = transfers
-        else:
-            tl.__dict__["transfers"] = [] if transfers is None else transfers
-        return tl
+    def of_events(cls, num_ranks: int, events: Iterable[Event], source: str = "simulated",
+                  schedule: Schedule | None = None, meta: dict | None = None,
+                  transfers: Iterable[Transfer] = ()) -> "Timeline":
+        """A timeline of these events (any order; ``events`` reads them back in it)."""
+        return cls(num_ranks, columns_of_events(num_ranks, events), source, schedule,
+                   {} if meta is None else meta, _read_only(transfers))
 
-    def __getattr__(self, name):
-        made = self.__dict__
-        if name == "events" and made.get("_run") is not None:
-            events = made["events"] = run_events(made["_run"], self.schedule)
-            return events
-        if name == "transfers" and "_make_transfers" in made:
-            transfers = made["transfers"] = made.pop("_make_transfers")()
-            return transfers
-        raise AttributeError(name)
+    @classmethod
+    def from_run(cls, schedule: Schedule, run: RunColumns, source: str = "simulated",
+                 meta: dict | None = None, transfers: Iterable[Transfer] = ()) -> "Timeline":
+        """The simulator's columns as a timeline, no Event made (a 64-rank slider move
+        never builds its ~100 000). ``transfers``: a list, or a read-only sequence that
+        makes them when read (the stream model's replay)."""
+        return cls(schedule.P, run, source, schedule, {} if meta is None else meta,
+                   _read_only(transfers))
 
-    def _columns(self):
-        """The simulator's columns while no event has been read (then the events rule:
-        a caller may have changed them)."""
-        return None if "events" in self.__dict__ else self.__dict__.get("_run")
+    # ---- views of the columns -----------------------------------------------------------
+    @property
+    def events(self) -> Events:
+        """Every op's Event, in the columns' ``order`` (read-only; made when read)."""
+        return Events(self.columns)
 
-    def _rank_slices(self, run):
-        """Per rank, its ops' starts and ends in run order."""
-        b, start, end = run.bounds, run.start, run.end
-        return [(start[lo:hi], end[lo:hi]) for lo, hi in zip(b, b[1:])]
+    def _slices(self) -> Iterator[tuple[int, int]]:
+        b = self.columns.bounds
+        return zip(b, b[1:])
 
-    # ---- metrics -------------------------------------------------------------------------
-    def _extent(self) -> tuple[float, float, list[float]]:
-        """(first start, last end, busy time per rank) in one pass over the events."""
-        run = self._columns()
-        if run is not None:                 # the columns never change: worked out once
-            extent = self.__dict__.get("_run_extent")
-            if extent is None:
-                extent = self.__dict__["_run_extent"] = _run_extent(self, run)
-            return extent[0], extent[1], list(extent[2])
-        start, end, busy = float("inf"), float("-inf"), [0.0] * self.num_ranks
-        for e in self.events:
-            if e.start < start:
-                start = e.start
-            if e.end > end:
-                end = e.end
-            busy[e.rank] += e.end - e.start
-        return (start, end, busy) if self.events else (0.0, 0.0, busy)
+    def rank_events(self, rank: int) -> list[Event]:
+        """``rank``'s events in the order they ran (``events_by_rank`` for all ranks at once)."""
+        b = self.columns.bounds
+        return events_in(self.columns, range(b[rank], b[rank + 1]))
+
+    def events_by_rank(self) -> list[list[Event]]:
+        """``rank_events(r)`` for every rank."""
+        every = events_in(self.columns, range(len(self.columns.keys)))
+        return [every[lo:hi] for lo, hi in self._slices()]
+
+    def ops_per_rank(self) -> list[int]:
+        """How many ops each rank ran."""
+        b = self.columns.bounds
+        return list(map(sub, b[1:], b))
+
+    def rank_strip_columns(self):
+        """Per rank ``(starts, ends, kinds)`` in run order (``scene.panels.rank_strips``
+        draws a 64-rank pipeline from these)."""
+        c = self.columns
+        kinds = op_kinds(c.keys)
+        return [(c.start[lo:hi], c.end[lo:hi], kinds[lo:hi]) for lo, hi in self._slices()]
+
+    def rank_order(self, rank: int) -> list[str]:
+        """``rank``'s ops as text in the order they ran: what to compare with its schedule row."""
+        b = self.columns.bounds
+        return [str(op_of_key(k)) for k in self.columns.keys[b[rank]:b[rank + 1]]]
+
+    def rank_orders(self) -> list[list[str]]:
+        """``rank_order`` for every rank."""
+        return [self.rank_order(r) for r in range(self.num_ranks)]
+
+    # ---- metrics --------------------------------------------------------------------------
+    def totals(self) -> Totals:
+        """Start, end, busy time and span per rank in one pass over the columns (each rank's
+        busy time added up op by op in run order)."""
+        c = self.columns
+        busy, firsts, lasts = [], [], []
+        for lo, hi in self._slices():
+            s, e = c.start[lo:hi], c.end[lo:hi]
+            busy.append(reduce(add, map(sub, e, s), 0.0))
+            firsts.append(s[0] if s else None)
+            lasts.append(max(e) if e else None)
+        spans = [0.0 if a is None else b - a for a, b in zip(firsts, lasts)]
+        ran = [a for a in firsts if a is not None]
+        start = min(ran, default=0.0)
+        end = max((b for b in lasts if b is not None), default=0.0)
+        return Totals(self.num_ranks, start, end, busy, spans)
 
     @property
     def start(self) -> float:
         """When the first op starts (0 for a measured step, which is shifted there)."""
-        return self._extent()[0]
+        c = self.columns
+        return min((c.start[lo] for lo, hi in self._slices() if hi > lo), default=0.0)
+
+    @property
+    def end(self) -> float:
+        """When the last op ends."""
+        return max(self.columns.end, default=0.0)
 
     @property
     def makespan(self) -> float:
         """First start to last end: one step's time, the figure every bubble metric divides."""
-        start, end, _ = self._extent()
-        return end - start
-
-    def rank_events(self, rank: int) -> list[Event]:
-        """``rank``'s events in the order they ran (``events_by_rank`` for all ranks at once)."""
-        return sorted((e for e in self.events if e.rank == rank), key=_START_END)
-
-    def events_by_rank(self) -> list[list[Event]]:
-        """``rank_events(r)`` for every rank in one pass over the events (a loop over
-        ``rank_events`` reads all events once per rank, slow at P = 64)."""
-        run = self._columns()
-        if run is not None:           # a rank's run order is its (start, end) order
-            new, ops, b = partial(tuple.__new__, Event), _flat_ops(self.schedule), run.bounds
-            with gc_paused():
-                return [list(map(new, zip(repeat(r), ops[lo:hi], run.start[lo:hi],
-                                          run.end[lo:hi])))
-                        for r, (lo, hi) in enumerate(zip(b, b[1:]))]
-        out: list[list[Event]] = [[] for _ in range(self.num_ranks)]
-        for e in self.events:
-            out[e.rank].append(e)
-        for evs in out:
-            evs.sort(key=_START_END)
-        return out
+        return self.end - self.start
 
     @property
     def busy(self) -> list[float]:
         """Per rank, the time its ops ran (compute only, not transfers)."""
-        return self._extent()[2]
-
-    def _capacity_and_work(self) -> tuple[float, float]:
-        """(ranks × makespan, busy time summed over ranks): every bubble metric is made of
-        these two."""
-        start, end, busy = self._extent()
-        return self.num_ranks * (end - start), sum(busy)
-
-    @property
-    def idle(self) -> float:
-        """Rank-time spent waiting: P × makespan − Σ busy, the bubble in time units."""
-        capacity, work = self._capacity_and_work()
-        return capacity - work
-
-    @property
-    def bubble_fraction(self) -> float:
-        """idle ÷ (P × makespan): GPipe's bubble, (P−1)/(M+P−1) for GPipe."""
-        capacity, work = self._capacity_and_work()
-        return (capacity - work) / capacity if capacity > 0 else 0.0
-
-    @property
-    def bubble_ratio(self) -> float:
-        """idle ÷ busy: Megatron-LM's bubble, (P−1)/M for GPipe."""
-        capacity, work = self._capacity_and_work()
-        return (capacity - work) / work if work > 0 else 0.0
+        return self.totals().busy
 
     @property
     def spans(self) -> list[float]:
         """Per rank: first op's start to last op's end (0 for a rank that ran nothing)."""
-        run = self._columns()
-        if run is not None:
-            return [max(e) - min(s) if s else 0.0 for s, e in self._rank_slices(run)]
-        first = [float("inf")] * self.num_ranks
-        last = [float("-inf")] * self.num_ranks
-        for e in self.events:
-            if e.start < first[e.rank]:
-                first[e.rank] = e.start
-            if e.end > last[e.rank]:
-                last[e.rank] = e.end
-        return [b - a if b >= a else 0.0 for a, b in zip(first, last)]
+        return self.totals().spans
+
+    @property
+    def idle(self) -> float:
+        """``Totals.idle``."""
+        return self.totals().idle
+
+    @property
+    def bubble_fraction(self) -> float:
+        """``Totals.bubble_fraction``: idle ÷ (P × makespan)."""
+        return self.totals().bubble_fraction
+
+    @property
+    def bubble_ratio(self) -> float:
+        """``Totals.bubble_ratio``: idle ÷ busy."""
+        return self.totals().bubble_ratio
 
     @property
     def bubble_rate_span(self) -> float:
-        """Zero Bubble's bubble rate: (longest span − busiest rank's work) ÷ longest span."""
-        span = max(self.spans, default=0.0)
-        return (span - max(self.busy, default=0.0)) / span if span > 0 else 0.0
+        """``Totals.bubble_rate_span``: Zero Bubble's bubble rate."""
+        return self.totals().bubble_rate_span
 
     @property
     def peak_inflight(self) -> list[int]:
-        """Per-rank peak of activations alive, in the order the events actually ran."""
-        run = self._columns()
-        if run is not None:                 # a fast run's order per rank is the schedule's
-            return run_peaks(run)
-        return [int(round(max(inflight_profile(e.op for e in evs), default=0)))
-                for evs in self.events_by_rank()]
-
-    def rank_order(self, rank: int) -> list[str]:
-        """``rank``'s ops as text in the order they ran: what to compare with its schedule row."""
-        return [str(e.op) for e in self.rank_events(rank)]
-
-    def rank_orders(self) -> list[list[str]]:
-        """``rank_order`` for every rank, in one pass over the events."""
-        return [[str(e.op) for e in evs] for evs in self.events_by_rank()]
+        """Per-rank peak of activations alive (:data:`INFLIGHT_RULE`), in the order the ops ran."""
+        k = self.columns.keys
+        return [int(round(max(inflight_profile(OpRow(k[lo:hi])), default=0)))
+                for lo, hi in self._slices()]
 
     def metrics(self) -> dict:
         """The figures the CLI's ``--json`` and a run's result report, by name."""
-        return {"makespan": self.makespan, "bubble_fraction": self.bubble_fraction,
-                "bubble_ratio": self.bubble_ratio,
-                "bubble_rate_span": self.bubble_rate_span, "busy": self.busy,
-                "peak_inflight": self.peak_inflight}
+        t = self.totals()
+        return {"makespan": t.makespan, "bubble_fraction": t.bubble_fraction,
+                "bubble_ratio": t.bubble_ratio, "bubble_rate_span": t.bubble_rate_span,
+                "busy": t.busy, "peak_inflight": self.peak_inflight}
 
     # ---- conversion ----------------------------------------------------------------------
     def shifted(self, offset: float) -> "Timeline":
-        """A copy with every event and transfer moved by ``offset`` (measured steps start at 0)."""
-        moved = [Event(e.rank, e.op, e.start + offset, e.end + offset) for e in self.events]
-        xfers = [t._replace(start=t.start + offset, end=t.end + offset) for t in self.transfers]
-        return Timeline(self.num_ranks, moved, self.source, self.schedule, dict(self.meta),
-                        xfers)
+        """A copy with every op and transfer moved by ``offset`` (measured steps start at 0)."""
+        c = self.columns
+        moved = c._replace(start=tuple(s + offset for s in c.start),
+                           end=tuple(e + offset for e in c.end))
+        xfers = tuple(t._replace(start=t.start + offset, end=t.end + offset)
+                      for t in self.transfers)
+        return replace(self, columns=moved, meta=dict(self.meta), transfers=xfers)
+
+    def with_meta(self, **meta) -> "Timeline":
+        """A copy whose ``meta`` has these entries added."""
+        return replace(self, meta={**self.meta, **meta})
 
     def to_dict(self) -> dict:
         """JSON form, times from the first start; ``from_dict`` reads it back."""
@@ -341,36 +490,18 @@ class Timeline:
         out = {"source": self.source, "num_ranks": self.num_ranks, **self.metrics(),
                "ranks": self.rank_orders(),
                "events": [dict(e.to_dict(), start=e.start - t0, end=e.end - t0)
-                          for e in sorted(self.events, key=lambda e: (e.start, e.rank))],
+                          for e in sorted(self.events, key=itemgetter(2, 0))],
                "meta": self.meta}
         if self.transfers:                 # absent when empty: older readers see no change
             out["transfers"] = [dict(t.to_dict(), start=t.start - t0, end=t.end - t0)
                                 for t in self.transfers]
         return out
 
-    def ops_per_rank(self) -> list[int]:
-        """How many ops each rank ran (read off the columns where there are any)."""
-        run = self._columns()
-        if run is not None:
-            b = run.bounds
-            return list(map(sub, b[1:], b))
-        return list(map(len, self.events_by_rank()))
-
-    def rank_strip_columns(self):
-        """Per rank ``(starts, ends, kinds)`` in run order, read off the columns where
-        there are any (``scene.panels.rank_strips`` draws a 64-rank pipeline from these)."""
-        run = self._columns()
-        if run is None:
-            return [([e.start for e in evs], [e.end for e in evs], [e.op.kind for e in evs])
-                    for evs in self.events_by_rank()]
-        kinds, b = op_kinds(run.keys), run.bounds
-        return [(s, e, kinds[lo:hi]) for (s, e), lo, hi in zip(self._rank_slices(run), b, b[1:])]
-
     @classmethod
     def measured(cls, schedule: Schedule, rows, meta: dict) -> "Timeline":
         """A real step's ``(rank, action text, start, end)`` rows, moved to start at 0."""
         events = [Event(int(rk), parse_op(a), float(s), float(e)) for rk, a, s, e in rows]
-        tl = cls(schedule.P, events, "measured", schedule, meta)
+        tl = cls.of_events(schedule.P, events, "measured", schedule, meta)
         return tl.shifted(-tl.start)
 
     @classmethod
@@ -380,68 +511,10 @@ class Timeline:
                   for e in d["events"]]
         xfers = [Transfer(int(t["src"]), int(t["dst"]), t["kind"], t["what"],
                           float(t["start"]), float(t["end"])) for t in d.get("transfers", ())]
-        return cls(int(d["num_ranks"]), events, d.get("source", "measured"), schedule,
-                   dict(d.get("meta", {})), xfers)
+        return cls.of_events(int(d["num_ranks"]), events, d.get("source", "measured"),
+                             schedule, dict(d.get("meta", {})), xfers)
 
 
-def _flat_ops(schedule: Schedule) -> list[Op]:
-    return list(chain.from_iterable(schedule.ranks))
-
-
-def run_events(run, schedule: Schedule) -> list[Event]:
-    """A simulation's Event objects from its columns, in the reference's order."""
-    order, ops = run.order, _flat_ops(schedule)
-    new = partial(tuple.__new__, Event)
-    with gc_paused():
-        return list(map(new, zip(map(run.rank.__getitem__, order), map(ops.__getitem__, order),
-                                 map(run.start.__getitem__, order),
-                                 map(run.end.__getitem__, order))))
-
-
-def _run_extent(tl: Timeline, run) -> tuple[float, float, list[float]]:
-    """``Timeline._extent`` from columns, with the same float sums (each rank's busy time
-    added up op by op in run order, as the loop over events does)."""
-    slices = tl._rank_slices(run)
-    busy = [reduce(add, map(sub, e, s), 0.0) for s, e in slices]
-    if not run.order:
-        return 0.0, 0.0, busy
-    return (min(min(s) for s, _ in slices if s), max(max(e) for s, e in slices if e), busy)
-
-
-def op_kinds(op_keys) -> list[str]:
-    """Each op's kind (``"FB"`` for an overlapped pair) from its integer key."""
-    if op_keys and max(op_keys) >= PAIR_BASE:
-        return ["FB" if keys.is_pair(k) else keys.kind_of(k) for k in op_keys]
-    return list(map(KINDS.__getitem__, map(and_, op_keys, repeat(KIND_MASK))))
-
-
-def _kind_delta(kind: str) -> int:
-    """What one ``kind`` part does to the count of activations alive, read off the rule."""
-    walk = inflight_walk([parse_op("0F0"), parse_op(f"0{kind}0")])
-    return int(walk.levels[-1]) - 1
-
-
-@cache
-def _deltas() -> tuple[int, ...]:
-    """Per kind code, what an op does to its rank's live activations (F +1, B -1, I 0,
-    W -1): ``run_peaks``' integer form of ``inflight_walk``, read on first use (not at
-    import, where a grading edition that cuts the rule could not run it)."""
-    return tuple(map(_kind_delta, KINDS))
-
-
-def run_peaks(run) -> list[int]:
-    """``inflight_profile``'s peak per rank, from the keys of a run the simulator accepted
-    (so each B or W frees a forward run earlier on its rank); an overlapped pair counts
-    its forward's activation before its backward frees one, as the profile does."""
-    b, out, delta = run.bounds, [], _deltas()
-    for lo, hi in zip(b, b[1:]):
-        row = run.keys[lo:hi]
-        if row and max(row) >= PAIR_BASE:
-            steps = chain.from_iterable(
-                (delta[k & KIND_MASK],) if k < PAIR_BASE else
-                (1, delta[keys.kind_code_of(keys.halves(k)[1])]) for k in row)
-        else:
-            steps = map(delta.__getitem__, map(and_, row, repeat(KIND_MASK)))
-        out.append(max(accumulate(steps), default=0))
-    return out
-
+def _read_only(transfers) -> Sequence[Transfer]:
+    """A list of transfers as a tuple; a read-only sequence (a replay's) as it is."""
+    return tuple(transfers) if isinstance(transfers, (list, tuple)) else transfers

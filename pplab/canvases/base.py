@@ -32,19 +32,23 @@ V_RANGE = (1, 4)
 SCHEDULES = menu("timeline")
 
 
-def summary(tl, one_line: bool = False) -> str:
+def summary(tl, one_line: bool = False, *, line: str | None = None,
+            peaks: list[int] | None = None) -> str:
     """Makespan, bubble both ways, per-rank peak in-flight: one line, or from
     P = 17 on the peaks below it, 16 ranks a line (``text.per_rank``); ``one_line``: there,
-    the largest and the smallest peak instead (a canvas that draws the peaks as bars)."""
-    peaks = tl.peak_inflight
+    the largest and the smallest peak instead (a canvas that draws the peaks as bars).
+    ``line`` (``metrics_line(tl)``) and ``peaks`` (``tl.peak_inflight``): pass them where
+    the canvas has them already; each is a pass over a 64-rank timeline."""
+    peaks = tl.peak_inflight if peaks is None else peaks
+    line = metrics_line(tl) if line is None else line
     listed = per_rank(peaks)
     if "\n" not in listed:
-        return f"{metrics_line(tl)}; peak in-flight per rank {listed}"
+        return f"{line}; peak in-flight per rank {listed}"
     if one_line:
         top, low = max(peaks), min(peaks)
-        return (f"{metrics_line(tl)}; peak in-flight per rank from {top} (rank "
+        return (f"{line}; peak in-flight per rank from {top} (rank "
                 f"{peaks.index(top)}) to {low} (rank {peaks.index(low)})")
-    return f"{metrics_line(tl)}; peak in-flight per rank:\n{listed}"
+    return f"{line}; peak in-flight per rank:\n{listed}"
 
 
 def _costs(tf, tb, tw, comm, fixed) -> Costs:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..closed_forms import bubble_both
 from ..registry import default_V, spec
+from ..text import metrics_line
 from ..scene import (BUBBLE_MS, bubble_curve_panel, inflight_panel, peak_bars_panel, scene,
                      timeline_panel)
 from .base import (M_RANGE, P_RANGE, SCHEDULES, V_RANGE, Canvas, build_canvas, cost_sliders,
@@ -33,7 +34,7 @@ def render_compare(schedules=("gpipe", "1f1b"), P: int = 4, M: int = 8, V: int |
     peak in-flight bars: ``(scene or None, message)``; the message has one summary line per
     schedule, or the reason a schedule cannot be built (the others are still drawn).
     """
-    tls, lines = [], []
+    tls, lines, subtitles, peaks = [], [], [], []
     for name in schedules:
         v = V if (V is not None and spec(name).stages_per_rank == "any") else None
         tl, err = simulate_or_message(name, P, M, v, tf=tf, tb=tb, tw=tw, comm=comm,
@@ -42,12 +43,16 @@ def render_compare(schedules=("gpipe", "1f1b"), P: int = 4, M: int = 8, V: int |
             lines.append(err)
         else:
             tls.append(tl)
-            lines.append(f"{name}: {summary(tl, one_line=True)}")
+            subtitles.append(metrics_line(tl))
+            peaks.append(tl.peak_inflight)
+            lines.append(f"{name}: "
+                         f"{summary(tl, one_line=True, line=subtitles[-1], peaks=peaks[-1])}")
     msg = "\n".join(lines)
     if not tls:
         return None, msg
     xmax = max(tl.makespan for tl in tls)
-    return scene(*[timeline_panel(tl, xmax=xmax) for tl in tls], peak_bars_panel(tls)), msg
+    panels = [timeline_panel(tl, xmax=xmax, subtitle=sub) for tl, sub in zip(tls, subtitles)]
+    return scene(*panels, peak_bars_panel(tls, peaks)), msg
 
 
 def timeline_canvas(schedule: str = "1f1b", P: int = 4, M: int = 8, V: int | None = None,

@@ -125,7 +125,7 @@ def v_block(name: str, P: int):
     f, i = block_times(name, P)
     events = [Event(s if s < P else 2 * P - 1 - s, Action(s, kind, 0), t[s], t[s] + 1)
               for s in range(2 * P) for kind, t in (("F", f), ("I", i))]
-    return Timeline(P, sorted(events, key=lambda e: (e.start, e.rank)))
+    return Timeline.of_events(P, sorted(events, key=lambda e: (e.start, e.rank)))
 
 
 def lm_head_layers(hidden: int, ffn: int, vocab: int) -> float:

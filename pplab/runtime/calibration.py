@@ -83,9 +83,7 @@ def measure(names: Sequence[str], P: int, M: int, repeats: int = 3, steps: int =
     out: dict[str, list[Timeline]] = {n: [] for n in names}
     cores = None if emulate else usable_cores()     # emulated time is a sleep: no core
     for name, res in zip(order, run_many([(n, opts) for n in order], P, timeout=timeout)):
-        tl = res.fastest or res.timeline
-        tl.meta["cores"] = cores
-        out[name].append(tl)
+        out[name].append((res.fastest or res.timeline).with_meta(cores=cores))
     return out
 
 

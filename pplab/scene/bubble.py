@@ -22,7 +22,8 @@ def simulated_bubbles(schedule: str, P: int, Ms, V: int = 1, costs=None) -> list
             tl = simulate(make_schedule(schedule, P, m, V), costs)
         except ValueError:             # e.g. interleaved with M not a multiple of P
             continue
-        out.append((m, tl.bubble_fraction, tl.bubble_ratio))
+        t = tl.totals()
+        out.append((m, t.bubble_fraction, t.bubble_ratio))
     return out
 
 

@@ -13,7 +13,7 @@ from bisect import bisect_right
 from itertools import repeat
 from operator import add, itemgetter, lt, mul
 
-from ..ir import KIND_NAMES
+from ..ir import KIND_NAMES, OpRow
 from ..text import metrics_line
 from ..timeline import inflight_walk
 
@@ -188,62 +188,63 @@ def timeline_scene(tl, title: str | None = None) -> dict:
 
 
 def levels(ops) -> list[int]:
-    """Activations alive after each op (the timeline's in-flight rule: F adds one; B, or W
+    """Activations alive after each op (``timeline.INFLIGHT_RULE``: F adds one; B, or W
     after a split backward, frees it)."""
     walk = inflight_walk(ops)
     return [walk.whole[i] + walk.waiting[i] for i in walk.op_last]
 
 
+def held_points(ops, starts, ends) -> tuple[list, int]:
+    """One rank's in-flight step line: ``(points, peak)``, the activations held from each
+    op's start (``starts[k]``) to its end (``ends[k]``), counted by the rule after every
+    part, so an overlapped pair rises at its start to what the rule counts there (its
+    forward before its backward frees) and the peak is ``Timeline.peak_inflight``'s."""
+    walk = inflight_walk(ops)
+    alive = list(map(add, walk.whole, walk.waiting))
+    pts, first = [(0, 0)], 0
+    for start, end, last in zip(starts, ends, walk.op_last):
+        high = max(alive[first:last + 1])
+        if high > alive[last]:
+            pts.append((start, high))
+        pts.append((end, alive[last]))
+        first = last + 1
+    return pts, max(alive, default=0)
+
+
 def inflight_panel(tl) -> dict:
-    """Activations held per rank over time (step lines); the legend gives each rank's peak.
-    An overlapped pair holds its forward's activation while its backward runs, so its line
-    rises at the pair's start to what the rule counts there, as ``Timeline.peak_inflight``."""
-    t0, series = tl.start, []
-    for r, evs in enumerate(tl.events_by_rank()):
-        walk = inflight_walk(e.op for e in evs)
-        alive = list(map(add, walk.whole, walk.waiting))
-        pts, first = [(0.0, 0)], 0
-        for e, last in zip(evs, walk.op_last):
-            high = max(alive[first:last + 1])
-            if high > alive[last]:
-                pts.append((e.start - t0, high))
-            pts.append((e.end - t0, alive[last]))
-            first = last + 1
-        series.append(line(f"rank {r} (peak {max(alive, default=0)})",
-                           PALETTE[r % len(PALETTE)], pts, step=True))
+    """Activations held per rank over time (step lines); the legend gives each rank's peak."""
+    c, t0, series = tl.columns, tl.start, []
+    for r, (lo, hi) in enumerate(zip(c.bounds, c.bounds[1:])):
+        pts, peak = held_points(OpRow(c.keys[lo:hi]), [s - t0 for s in c.start[lo:hi]],
+                                [e - t0 for e in c.end[lo:hi]])
+        series.append(line(f"rank {r} (peak {peak})", PALETTE[r % len(PALETTE)], pts,
+                           step=True))
     return lines_panel(series, title=f"in-flight activations per rank — {title_line(tl)}",
                        xlabel="time", ylabel="activations held")
 
 
 def inflight_steps_panel(schedule) -> dict:
     """Activations held per rank over the steps of its run order (step k: its k-th op), as
-    :func:`inflight_panel` over time: a pair rises at its step to what the rule counts there,
-    and the legend's peak is ``peak_inflight_of``'s."""
+    :func:`inflight_panel` over time; the legend's peak is ``peak_inflight_of``'s."""
     series = []
     for r, ops in enumerate(schedule.ranks):
-        walk = inflight_walk(ops)
-        alive = list(map(add, walk.whole, walk.waiting))
-        pts, first = [(0, 0)], 0
-        for k, last in enumerate(walk.op_last):
-            high = max(alive[first:last + 1])
-            if high > alive[last]:
-                pts.append((k, high))
-            pts.append((k + 1, alive[last]))
-            first = last + 1
-        series.append(line(f"rank {r} (peak {max(alive, default=0)})",
-                           PALETTE[r % len(PALETTE)], pts, step=True))
+        pts, peak = held_points(ops, range(len(ops)), range(1, len(ops) + 1))
+        series.append(line(f"rank {r} (peak {peak})", PALETTE[r % len(PALETTE)], pts,
+                           step=True))
     return lines_panel(series, title=f"in-flight activations per rank — {schedule.name} "
                        f"P={schedule.P} M={schedule.M}",
                        xlabel="step (position in the rank's run order)",
                        ylabel="activations held")
 
 
-def peak_bars_panel(timelines) -> dict:
-    """Peak in-flight activations per rank, one colour per timeline, side by side."""
+def peak_bars_panel(timelines, peaks=None) -> dict:
+    """Peak in-flight activations per rank, one colour per timeline, side by side
+    (``peaks``: each timeline's ``peak_inflight``, where the caller has them)."""
     P = max((tl.num_ranks for tl in timelines), default=1)
+    peaks = [tl.peak_inflight for tl in timelines] if peaks is None else peaks
     series = [(title_line(tl), PALETTE[i % len(PALETTE)],
-               list(tl.peak_inflight) + [0] * (P - tl.num_ranks))
-              for i, tl in enumerate(timelines)]
+               list(peak) + [0] * (P - tl.num_ranks))
+              for i, (tl, peak) in enumerate(zip(timelines, peaks))]
     return bars_panel([str(r) for r in range(P)], series, "peak in-flight microbatches per rank",
                       "peak activations held", "rank", stacked=False, fmt="{:.0f}")
 
@@ -272,6 +273,7 @@ __all__ = ["GB", "IDLE_FACE", "IDLE_HATCH", "IDLE_EDGE", "KIND_COLORS", "PART_CO
            "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS", "PALETTE", "op_label", "title_line",
            "timeline_boxes", "timeline_panel", "rank_strips", "PLOT_PX", "STRIP_AFTER",
            "bars_panel", "lines_panel", "line", "scene",
-           "timeline_scene", "levels", "inflight_panel", "inflight_steps_panel", "peak_bars_panel",
+           "timeline_scene", "levels", "held_points", "inflight_panel", "inflight_steps_panel",
+           "peak_bars_panel",
            "memory_title",
            "memory_panel"]

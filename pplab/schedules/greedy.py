@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..ir import Action, Op
+from ..timeline import INFLIGHT_RULE
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,9 @@ class _State:
         self.end[(kind, s, mb)] = end
         self.free[r] = end
         self.ops[r].append(Action(s, kind, mb))
+        self.alive[r] += sum(INFLIGHT_RULE[kind])          # the in-flight rule's count
         if kind == "F":
             self.next["F"][s] += 1
-            self.alive[r] += 1
             first = s == self.stages[r][0]
             self.reserved[r] += len(self.stages[r]) - 1 if first else -1
         elif kind == "I":
@@ -110,7 +111,6 @@ class _State:
             self.pending_w[r].append((s, mb))
         else:
             self.pending_w[r].popleft()
-            self.alive[r] -= 1
 
 
 def list_schedule(pb: Problem, prefer: str = "IFW") -> list[list[Op]]:

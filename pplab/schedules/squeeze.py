@@ -29,11 +29,11 @@ import collections
 import gc
 
 from ..ir import Action
+from ..timeline import INFLIGHT_RULE
 from ._common import F, I, W
 
 KINDS = "FIW"                               # a pass's kind is its number mod 3
 _MAKE = (F, I, W)
-_STEP = (1, 0, -1)                          # chunks alive: an F adds one, its W frees it
 Slots = list[int]                           # slot per pass number, -1 where absent
 
 
@@ -100,13 +100,19 @@ def squeeze(slots: Slots, ps: Passes) -> Slots:
     return out
 
 
+def _alive_steps() -> tuple[int, int, int]:
+    """What an F, I and W pass does to the chunks alive on its rank, read off the in-flight
+    rule (``timeline.INFLIGHT_RULE``: an F adds one, its W frees it)."""
+    return tuple(sum(INFLIGHT_RULE[k]) for k in KINDS)
+
+
 def _levels(ops: list[int]) -> list[int]:
-    """Chunks alive after each slot of one rank: an F adds one, a W (the chunk's last pass)
-    frees one."""
+    """Chunks alive after each slot of one rank (``_alive_steps``)."""
+    step = _alive_steps()
     levels, alive = [], 0
     for a in ops:
         if a >= 0:
-            alive += _STEP[a % 3]
+            alive += step[a % 3]
         levels.append(alive)
     return levels
 
@@ -124,7 +130,7 @@ def _reorder(slots: Slots, occ: list[list[int]], ps: Passes, fixed: tuple[int, i
     out = slots[:]                          # fixed passes stay; only the others are walked
     movable = [a for a, t in enumerate(slots) if t > hi_fixed or 0 <= t < lo_fixed]
     movable.sort(key=slots.__getitem__)
-    rank, ready_at = ps.rank, ps.ready_at
+    rank, ready_at, steps = ps.rank, ps.ready_at, _alive_steps()
     for a in movable:
         t = slots[a]
         r = rank[a]
@@ -148,7 +154,7 @@ def _reorder(slots: Slots, occ: list[list[int]], ps: Passes, fixed: tuple[int, i
             continue
         ops[t], ops[s], out[a] = -1, a, s
         if levels is not None and kind != 1:
-            step, level = _STEP[kind], levels[r]
+            step, level = steps[kind], levels[r]
             level[s:t] = [x + step for x in level[s:t]]
     return out
 
@@ -194,7 +200,7 @@ def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[l
     orders = [order + [-1] for order in orders]     # -1: the rank's F and I are all placed
     nxt = [0] * ps.P
     pending = [collections.deque() for _ in range(ps.P)]
-    alive = [0] * ps.P
+    alive, step = [0] * ps.P, _alive_steps()
     out = [-1] * ps.count
     stage, last = ps.stage, ps.last
     placed: list[list[int]] = [[] for _ in range(ps.P)]
@@ -213,17 +219,15 @@ def fill_w(orders: list[list[int]], ps: Passes, cap: int) -> tuple[Slots, list[l
             full = head >= 0 and head % 3 == 0 and alive[r] >= cap
             if pending[r] and (not ready or full):
                 head = pending[r].popleft() + 1
-                alive[r] -= 1
             elif ready:
                 nxt[r] = n + 1
                 if head % 3 == 1:
                     pending[r].append(head)
-                else:
-                    alive[r] += 1
-                    if alive[r] > peak:
-                        peak = alive[r]
             else:
                 continue
+            alive[r] += step[head % 3]
+            if alive[r] > peak:
+                peak = alive[r]
             out[head] = t
             placed[r].append(head)
             left -= 1

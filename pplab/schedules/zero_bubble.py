@@ -10,6 +10,7 @@ from collections import deque
 
 from .. import keys
 from ..ir import Op, Schedule
+from ..timeline import INFLIGHT_RULE
 from ._common import F, I, W, Streams, build, check_basics, no_virtual, v_placement
 
 
@@ -128,12 +129,11 @@ def _greedy_order(P: int, M: int, cap: int) -> list[list[Op]]:
         elif kind == "F":
             mb = next_f[r]; next_f[r] += 1
             f_end[(r, mb)] = start + 1
-            alive[r] += 1
             ops[r].append(F(r, mb))
         else:
             mb = pending_w[r].popleft()
-            alive[r] -= 1
             ops[r].append(W(r, mb))
+        alive[r] += sum(INFLIGHT_RULE[kind])              # the in-flight rule's count
         free[r] = start + 1
         for q in (r - 1, r, r + 1):          # only neighbours' options change
             if 0 <= q < P:

@@ -36,13 +36,13 @@ def execute(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0
     """
     run = _fast_run(schedule, duration, comm, executor, by_class)
     if run is not None:
-        return run_events(run, schedule)
+        return run_events(run)
     return execute_reference(schedule, duration, comm)
 
 
 def _fast_run(schedule: Schedule, duration, comm: float, executor: str, by_class: bool,
               compiled: CompiledSchedule | None = None):
-    """The fast executor's columns (``fast.Run``), or None where the reference
+    """The fast executor's columns (``timeline.RunColumns``), or None where the reference
     answers: asked for by name, or a schedule the fast one steps aside from."""
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -80,13 +80,13 @@ def simulate(schedule: Schedule, costs: Costs | None = None, *, executor: str = 
     if cores is None:
         duration = costs.duration_fn(schedule)
         run = _fast_run(schedule, duration, costs.comm, executor, True, compiled)
-        if run is not None:          # columns; the events are made when first read
+        if run is not None:          # columns; an event is made only when read
             return Timeline.from_run(schedule, run, "simulated", meta)
         events = execute_reference(schedule, duration, costs.comm)
     else:
         events = _shared_cores(schedule, costs, cores)
-    return Timeline(schedule.P, events, "simulated", schedule,
-                    meta if cores is None else dict(meta, cores=cores))
+    return Timeline.of_events(schedule.P, events, "simulated", schedule,
+                              meta if cores is None else dict(meta, cores=cores))
 
 
 def _shared_cores(schedule: Schedule, costs: Costs, cores: float) -> list[Event]:

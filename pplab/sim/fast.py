@@ -13,8 +13,8 @@ on Action objects, and because of three facts:
   once (``CompiledSchedule.order``), and a caller that keeps that value simulates with one
   straight timing pass along it; a schedule nobody kept runs the worklist (``first_run``),
   one pass that finds the order and the times together.
-* **Columns, not objects.** The result is a start and an end per op (:class:`Run`);
-  ``Timeline`` makes Event objects from them only when they are read.
+* **Columns, not objects.** The result is a start and an end per op
+  (``timeline.RunColumns``), the timeline's own storage; an Event is made only when read.
 
 Anything unusual (see ``compiled.py``; a deadlock, a negative duration) makes the fast path
 step aside: the caller then runs the reference, which raises its own, well-worded error.
@@ -22,25 +22,14 @@ step aside: the caller then runs the reference, which raises its own, well-worde
 from __future__ import annotations
 
 from itertools import chain
-from typing import Callable, NamedTuple
+from typing import Callable
 
 from ..ir import Op, Schedule, gc_paused, op_of_key
+from ..timeline import RunColumns
 from .compiled import PAIR, CompiledSchedule, Inputs, schedule_inputs
 
 #: the end time of the part ``CompiledSchedule.nothing``: never the later of two times
 NEVER = float("-inf")
-
-
-class Run(NamedTuple):
-    """One simulation as columns over the schedule's ops in rank-major order: op ``i`` ran
-    on ``rank[i]`` from ``start[i]`` to ``end[i]``; ``order`` is the reference's event
-    order; ``bounds[r]`` .. ``bounds[r + 1] - 1`` are rank r's ops, ``keys[i]`` op i's key."""
-    order: tuple
-    rank: tuple
-    start: list[float]
-    end: list[float]
-    bounds: tuple
-    keys: tuple
 
 
 def first_run(c: Inputs, dur: list[float], comm: float):
@@ -119,7 +108,7 @@ def timing_pass(c: CompiledSchedule, dur: list[float], comm: float):
 
 
 def run(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
-        by_class: bool = False, compiled: CompiledSchedule | None = None) -> Run | None:
+        by_class: bool = False, compiled: CompiledSchedule | None = None) -> RunColumns | None:
     """The reference's times as columns, or None where the reference must answer.
 
     ``compiled``: ``compile_schedule(schedule)``, kept by the caller: one timing pass along
@@ -148,4 +137,6 @@ def run(schedule: Schedule, duration: Callable[[Op], float], comm: float = 0.0,
             if ran is None:
                 return None
             start, end, order = ran
-        return Run(order, inputs.rank, start, end, inputs.bounds, inputs.keys)
+        # end also holds a pair's second half and the two times (``Inputs``): ops only
+        return RunColumns(tuple(order), inputs.rank, tuple(start), tuple(end[:inputs.n]),
+                          inputs.bounds, inputs.keys)

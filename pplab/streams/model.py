@@ -203,7 +203,8 @@ def simulate_streams(schedule: Schedule, costs=None, link: Link | None = None,
                 compile_rows(schedule, lowered if lowered is not None else
                              lower(schedule, link.lowering)))
         run = _full_run(schedule, rows, duration, link)
-        return Timeline(schedule.P, run.events, "simulated", schedule, meta, run.transfers)
+        return Timeline.of_events(schedule.P, run.events, "simulated", schedule, meta,
+                                  run.transfers)
 
 
 def _full_run(schedule: Schedule, compiled, duration, link: Link) -> StreamRun:

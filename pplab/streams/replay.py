@@ -16,17 +16,17 @@ run order, with the run's own float operations, so the times are equal, not clos
   is free (one message after another, ``bytes / bandwidth`` each), and lands ``latency``
   after it is sent.
 
-The result is columns (``fast.Run``, message times): ``Timeline`` makes its Event and
-Transfer objects only when they are read.
+The result is columns (``timeline.RunColumns``, message times): the timeline makes its Event
+and Transfer objects only when they are read.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Iterator, NamedTuple
 
 from ..lower import Message
-from ..sim.fast import Run
 from ..sim.compiled import Inputs
-from ..timeline import Transfer
+from ..timeline import RunColumns, Transfer
 from .worklist import WAIT
 
 
@@ -46,7 +46,7 @@ def recording(steps, messages: list[Message]) -> Recording:
 
 def replay(rec: Recording, pl: Inputs, duration: list[float], send_time: list[float],
            latency: float):
-    """``(Run, message leave times, message arrivals)`` for durations per op and send
+    """``(RunColumns, message leave times, message arrivals)`` for durations per op and send
     times per message (module doc)."""
     n, P = pl.n, len(pl.bounds) - 1
     start, end = [0.0] * n, [0.0] * n
@@ -70,31 +70,45 @@ def replay(rec: Recording, pl: Inputs, duration: list[float], send_time: list[fl
             leave[m] = s
             free = send_free[rank] = s + send_time[m]
             arrive[m] = free + latency
-    run = Run(rec.order, pl.rank, start, end, pl.bounds, pl.keys)
+    run = RunColumns(rec.order, pl.rank, start, end, pl.bounds, pl.keys)
     return run, leave, arrive
 
 
-class ReplayedTransfers:
-    """A replay's transfers, made when first read, in the order the run lists them: per
-    step, its op's all-to-alls (``a2a[cls[i]]``: ``(offset, length, label)`` each, by the
-    op's duration class), then the messages posted after it."""
+class ReplayedTransfers(Sequence):
+    """A replay's transfers, a read-only sequence made when read, in the order the run lists
+    them: per step, its op's all-to-alls (``a2a[cls[i]]``: ``(offset, length, label)``
+    each, by the op's duration class), then the messages posted after it. Nothing is kept
+    between reads: a slider move that draws no lane pays for none."""
 
     def __init__(self, rec: Recording, cls: list[int], a2a: dict, start: list[float], leave,
                  arrive):
-        self.rec, self.cls, self.a2a = rec, cls, a2a
-        self.start, self.leave, self.arrive = start, leave, arrive
+        self._made = (rec, cls, a2a, start, leave, arrive)
 
-    def __call__(self) -> list[Transfer]:
-        out, msgs = [], self.rec.messages
-        for rank, i, _, sends in self.rec.steps:
+    def __iter__(self) -> Iterator[Transfer]:
+        rec, cls, a2a, start, leave, arrive = self._made
+        msgs = rec.messages
+        for rank, i, _, sends in rec.steps:
             if i != WAIT:
-                t = self.start[i]
-                for off, length, label in self.a2a[self.cls[i]]:
-                    out.append(Transfer(rank, rank, "a2a", f"{label} all-to-all",
-                                        t + off, t + off + length))
+                t = start[i]
+                for off, length, label in a2a[cls[i]]:
+                    yield Transfer(rank, rank, "a2a", f"{label} all-to-all", t + off,
+                                   t + off + length)
             for m in sends:
                 msg = msgs[m]
                 what = f"{msg.stage}{'F' if msg.kind == 'act' else 'B'}{msg.microbatch}"
-                out.append(Transfer(msg.src, msg.dst, msg.kind, what, self.leave[m],
-                                    self.arrive[m]))
-        return out
+                yield Transfer(msg.src, msg.dst, msg.kind, what, leave[m], arrive[m])
+
+    def __len__(self) -> int:
+        rec, cls, a2a = self._made[:3]
+        return sum(len(sends) + (len(a2a[cls[i]]) if i != WAIT else 0)
+                   for _, i, _, sends in rec.steps)
+
+    def __getitem__(self, j):
+        return list(self)[j]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (Sequence, list, tuple)) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None

@@ -9,6 +9,7 @@ from pplab.sim.calibrate import (costs_to_dict, fit_costs, fit_op_times, least_s
                              load_costs, observe)
 from pplab.cli import main
 from pplab.sim import Costs
+from pplab.timeline import Timeline
 
 KNOWN = Costs(tf=2e-3, tb=4e-3, tw=1.5e-3, comm=3e-4, fixed=5e-4)
 
@@ -50,7 +51,7 @@ def test_shared_cores_work_integrates_the_rate_over_an_op():
     from pplab.timeline import Event, Timeline
     s = make_schedule("1f1b", 2, 1)
     a, b = (op for ops in s.ranks for op in ops[:1])
-    tl = Timeline(2, [Event(0, a, 0.0, 2.0), Event(1, b, 1.0, 3.0)], "measured", s)
+    tl = Timeline.of_events(2, [Event(0, a, 0.0, 2.0), Event(1, b, 1.0, 3.0)], "measured", s)
     shared = SharedCores(tl, 1)
     assert shared.work(0.0, 2.0) == pytest.approx(1.5)
     assert shared.work(1.0, 3.0) == pytest.approx(1.5)
@@ -68,9 +69,11 @@ def test_one_chunk_size_leaves_fixed_at_zero_and_folds_it_into_the_op_times():
 
 def test_median_rows_ignore_a_descheduled_op():
     """One op stretched 20× (another job took the core) barely moves the fit."""
-    tl = simulate(make_schedule("1f1b", 2, 8), Costs(tf=1.0, tb=2.0))
-    e = tl.events[3]
-    tl.events[3] = type(e)(e.rank, e.op, e.start, e.start + 20 * e.duration)
+    ran = simulate(make_schedule("1f1b", 2, 8), Costs(tf=1.0, tb=2.0))
+    events = list(ran.events)
+    e = events[3]
+    events[3] = e._replace(end=e.start + 20 * e.duration)
+    tl = Timeline.of_events(ran.num_ranks, events, ran.source, ran.schedule)
     got = fit_op_times(observe(tl))
     assert got["tf"] == pytest.approx(1.0) and got["tb"] == pytest.approx(2.0)
 

@@ -1,11 +1,13 @@
-"""The in-flight rule is written once (``timeline.inflight_walk``); the timeline's columns, its
-events, the scene's lines and the memory accounting all count by it."""
+"""The in-flight rule is written once (``timeline.INFLIGHT_RULE``); the timeline, the
+schedule's peaks, the scene's lines, the memory accounting and the generators' caps all count
+by it."""
 import pytest
 
-from pplab import NAMES, make_schedule, simulate
+from pplab import NAMES, make_schedule, simulate, timeline
 from pplab.ir import parse_op
 from pplab.memory.accounting import peak_split
-from pplab.scene.panels import inflight_panel, levels
+from pplab.scene.panels import inflight_panel, inflight_steps_panel, levels
+from pplab.schedules import squeeze, zero_bubble
 from pplab.timeline import Timeline, inflight_walk, peak_inflight, peak_inflight_of
 
 
@@ -46,7 +48,7 @@ def test_every_reader_counts_the_same_peaks(name):
             continue
         checked += 1
         tl = simulate(s)                                      # the simulator's columns
-        from_events = Timeline(tl.num_ranks, list(tl.events), schedule=s)
+        from_events = Timeline.of_events(tl.num_ranks, list(tl.events), schedule=s)
         assert tl.peak_inflight == from_events.peak_inflight == peak_inflight_of(s)
         counts = [whole + waiting for _, whole, waiting in peak_split(s)]
         assert all(c <= p for c, p in zip(counts, tl.peak_inflight))
@@ -62,3 +64,37 @@ def test_every_reader_counts_the_same_peaks(name):
 def test_the_lessons_name_is_the_same_function():
     assert peak_inflight is peak_inflight_of
     assert peak_inflight_of(make_schedule("1f1b", 4, 8)) == [4, 3, 2, 1]
+
+
+def test_every_reader_follows_the_one_rule(monkeypatch):
+    """Were the rule written twice, changing it would leave the copy behind. Under a changed
+    rule (an I frees its activation at once, its W then frees nothing) the timeline, the
+    schedule's peaks, the scene's lines, the memory accounting and the generators' chunk
+    counts must all count the new way."""
+    s = make_schedule("zb-h1", 4, 8)
+    tl = simulate(s, tf=1, tb=2, tw=1)
+    before = tl.peak_inflight
+    monkeypatch.setitem(timeline.INFLIGHT_RULE, "I", (-1, 0))
+    monkeypatch.setitem(timeline.INFLIGHT_RULE, "W", (0, 0))
+
+    def by_hand(texts):                     # the changed rule: forwards minus I's done
+        alive = [0]
+        for t in texts:
+            alive.append(alive[-1] + {"F": 1, "B": -1, "I": -1, "W": 0}[parse_op(t).kind])
+        return max(alive)
+    want = [by_hand(row) for row in s.rank_texts()]
+    assert want != before                   # the change shows on this schedule
+    assert tl.peak_inflight == peak_inflight_of(s) == want
+    assert [max(y for _, y in sr["points"]) for sr in inflight_panel(tl)["series"]] == want
+    assert [max(y for _, y in sr["points"])
+            for sr in inflight_steps_panel(s)["series"]] == want
+    assert [max(levels(ops)) for ops in s.ranks] == want
+    assert [round(peak) for peak, _, _ in peak_split(s, {st: 1.0 for st in range(4)},
+                                                    {st: 1.0 for st in range(4)})] == want
+    assert squeeze._alive_steps() == (1, -1, 0)          # F, I, W passes
+    # ZB-H2's greedy order caps what is alive: with nothing ever alive the cap never binds
+    monkeypatch.setitem(timeline.INFLIGHT_RULE, "F", (0, 0))
+    monkeypatch.setitem(timeline.INFLIGHT_RULE, "I", (0, 0))
+    assert zero_bubble._greedy_order(4, 8, 1) == zero_bubble._greedy_order(4, 8, 8)
+    monkeypatch.undo()
+    assert zero_bubble._greedy_order(4, 8, 1) != zero_bubble._greedy_order(4, 8, 8)

@@ -24,7 +24,7 @@ from pplab.ir import Action, OpRow, Overlap, Schedule, op_of_key
 from pplab.keys import key_of as key
 from pplab.keys import pair_key
 from pplab.schedules._common import Streams
-from pplab.timeline import Event
+from pplab.timeline import Event, Timeline
 
 DATA = pathlib.Path(__file__).parent.parent / "data" / "keyed_frozen.json"
 KEYED = ("interleaved", "bfs-1f1b", "zbv", "dualpipe", "dualpipev")
@@ -105,15 +105,25 @@ def test_keys_round_trip_for_every_schedule(name):
     assert all(type(op) in (Action, Overlap) for ops in again.ranks for op in ops)
 
 
-def test_a_timeline_keeps_its_columns_until_its_events_are_read_then_the_events_rule():
+def test_a_timeline_has_one_storage_and_reading_it_writes_nothing():
     s = make_schedule("zbv", 4, 8)
     tl = simulate(s, tf=1, tb=2, tw=1)
-    span, ref = tl.makespan, simulate(s, tf=1, tb=2, tw=1, executor="reference")
-    assert "events" not in vars(tl) and pickle.loads(pickle.dumps(tl)).events == ref.events
-    assert tl.shifted(1.0).makespan == span and tl.to_dict() == ref.to_dict()
-    assert len(tl.events) == s.num_actions and "events" in vars(tl)
-    tl.events.append(Event(0, Action(0, "F", 99), span, span + 5))     # a caller's change
-    assert tl.makespan == span + 5 and tl.busy[0] == ref.busy[0] + 5
+    ref = simulate(s, tf=1, tb=2, tw=1, executor="reference")
+    before = dict(vars(tl))
+    assert tl.to_dict() == ref.to_dict() and tl.events == ref.events
+    tl.metrics(), tl.events_by_rank(), tl.rank_strip_columns(), tl.spans, list(tl.events)
+    assert vars(tl) == before and set(vars(tl)) == {"num_ranks", "columns", "source",
+                                                     "schedule", "meta", "transfers"}
+    assert pickle.loads(pickle.dumps(tl)).events == ref.events
+    assert tl.shifted(1.0).makespan == tl.makespan and tl.shifted(1.0).start == 1.0
+    with pytest.raises(AttributeError):
+        tl.events.append(Event(0, Action(0, "F", 99), 0.0, 1.0))
+    with pytest.raises(TypeError):
+        tl.events[0] = Event(0, Action(0, "F", 99), 0.0, 1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tl.columns = ref.columns
+    with pytest.raises(TypeError, match="of_events"):
+        Timeline(4, list(tl.events))
 
 
 def test_a_key_names_its_action_and_a_pair_both_halves():

@@ -1,4 +1,6 @@
 """Figures: one row per rank, overlay drawn, bubble in the title, no pyplot state."""
+import dataclasses
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -51,8 +53,7 @@ def test_microbatch_labels_only_when_they_fit():
 
 def test_overlay_draws_and_legend_names_both():
     sim = _tl()
-    measured = sim.shifted(5.0)
-    measured.source = "measured"
+    measured = dataclasses.replace(sim.shifted(5.0), source="measured")
     fig = draw_timeline(sim, overlay=measured)
     ax = fig.axes[0]
     n_plain = len(draw_timeline(sim).axes[0].patches)
@@ -60,8 +61,8 @@ def test_overlay_draws_and_legend_names_both():
     labels = " ".join(t.get_text() for t in ax.get_legend().get_texts())
     assert "simulated" in labels and "measured" in labels
     # rescaled overlay: seconds vs cost units
-    slow = simulate(make_schedule("1f1b", 4, 8), tf=0.01, tb=0.02)
-    slow.source = "measured"
+    slow = dataclasses.replace(simulate(make_schedule("1f1b", 4, 8), tf=0.01, tb=0.02),
+                               source="measured")
     fig = draw_timeline(sim, overlay=slow, overlay_scale="makespan")
     assert "rescaled" in " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert len(figure_png(fig)) > 1000
