@@ -9,8 +9,9 @@ The logic is in plain functions that tests call without widgets:
 * :func:`launch` — the real run; ``(RunResult, "")`` or ``(None, message)``. A ``RunError``
   (a rank raised, deadlocked, was killed, or the job timed out) becomes its message, which
   names the rank and the cause — never a traceback.
-* :func:`render_result` — ``(Figure, text)``: the measured timeline drawn over the simulated
-  one and the numbers that matter (bubble both ways, gradient error, backend, note).
+* :func:`render_result` — ``(scene, text)``: the measured timeline over the simulated one
+  (``pplab.draw.scene_figure`` draws the scene) and the numbers that matter (bubble both
+  ways, gradient error, backend, note).
 
 :func:`run_panel` wires them to ipywidgets. The run happens in a background thread, so the
 kernel stays responsive; the button is disabled while it runs and the progress lines the ranks
@@ -27,6 +28,7 @@ from ..partition import stage_layers
 from ..registry import default_V, make_schedule
 from ..sim import Costs, simulate
 from ..probe.env import browser_note, in_browser
+from ..scene import scene, timeline_panel
 from .base import CANVASES, SCHEDULES, Canvas, message_html
 from .cluster_mode import ClusterMode
 
@@ -161,22 +163,24 @@ def result_text(result, trace_path: str | None = None) -> str:
 
 
 def render_result(result, trace_path: str | None = None):
-    """``(Figure, text)``: the simulated timeline (wide boxes) with the measured one as thin
-    bars on top, both in seconds; without emulation, the measured timeline alone. Writes a
-    Chrome/Perfetto trace of the measured timeline to ``trace_path`` if given."""
-    from ..draw import draw_timeline
+    """``(scene, text)``: the simulated timeline (wide boxes) with the measured one as thin
+    bars along each row, both in seconds; without emulation, the measured timeline alone.
+    ``pplab.draw.scene_figure(scene)`` makes the figure. Writes a Chrome/Perfetto trace of
+    the measured timeline to ``trace_path`` if given."""
     s = result.schedule
     name = f"{s.name} P={s.P} M={s.M}" + (f" V={s.V}" if s.V > 1 else "")
     if trace_path:
         from ..trace import write_chrome_trace
         write_chrome_trace(result.timeline, trace_path)
     if result.simulated is not None:
-        fig = draw_timeline(result.simulated, overlay=result.timeline,
-                            title=f"{name}: simulated (boxes) vs measured (thin bars), seconds")
-        fig.axes[0].set_xlabel("time (s)")
+        sim, measured = result.simulated, result.timeline
+        panel = timeline_panel(sim, f"{name}: simulated (boxes) vs measured (thin bars), "
+                               "seconds", max(sim.makespan, measured.makespan),
+                               overlay=measured)
+        panel = dict(panel, xlabel="time (s)")
     else:
-        fig = draw_timeline(result.timeline, title=f"{name}: measured (seconds)")
-    return fig, result_text(result, trace_path)
+        panel = timeline_panel(result.timeline, f"{name}: measured (seconds)")
+    return scene(panel), result_text(result, trace_path)
 
 
 # ---- the widget -------------------------------------------------------------------------------
@@ -234,7 +238,7 @@ class RunPanel(Canvas):
 
     def _work(self, args: dict, trace: str | None) -> None:
         """The run itself, in the background thread."""
-        from ..draw import figure_png
+        from ..draw import figure_png, scene_figure
         t0 = time.monotonic()
         try:
             runner = self.cluster.run if self.cluster.on else None
@@ -244,7 +248,8 @@ class RunPanel(Canvas):
                 self.image.layout.display = "none"      # no stale picture under an error
                 self._result(msg, False)
             else:
-                fig, text = render_result(res, trace)
+                picture, text = render_result(res, trace)
+                fig = scene_figure(picture)
                 self.result, self.figure = res, fig
                 self.image.value = figure_png(fig)
                 self.image.layout.display = None

@@ -24,10 +24,8 @@ def scene_figure(picture: dict):
 
 def draw_timeline(timeline, overlay=None, title=None, metrics=True, **_):
     xmax = max(timeline.makespan, overlay.makespan if overlay is not None else 0)
-    panels = [timeline_panel(timeline, title, xmax, subtitle=None if metrics else "")]
-    if overlay is not None:
-        panels.append(timeline_panel(overlay, f"{overlay.source} run", xmax))
-    return _view(*panels)
+    return _view(timeline_panel(timeline, title, xmax, subtitle=None if metrics else "",
+                                overlay=overlay))
 
 
 def draw_inflight(timeline_or_schedule, ax=None, title=None):

@@ -19,7 +19,7 @@ from matplotlib.patches import Patch
 from ..scene import (KIND_COLORS, bubble_curve_panel, inflight_panel, inflight_steps_panel,
                      peak_bars_panel, timeline_panel)
 from ..timeline import Timeline
-from .scene_figure import (boxes_patch, draw_bars_panel, draw_lines_panel,
+from .scene_figure import (draw_bars_panel, draw_lines_panel,
                            draw_timeline_panel, new_figure, panel_height)
 
 
@@ -31,24 +31,6 @@ def _axes(ax, panel: dict, width: float | None = None) -> tuple[Figure, object]:
     if width:
         fig.set_figwidth(width)
     return fig, ax
-
-
-def _draw_overlay(ax, overlay: Timeline, span: float, overlay_scale) -> float:
-    """The second timeline as thin bars along the bottom of each row; returns its span."""
-    scale = 1.0
-    if overlay_scale == "makespan":
-        scale = span / overlay.makespan if overlay.makespan > 0 else 1.0
-    elif overlay_scale is not None:
-        scale = float(overlay_scale)
-    o0 = overlay.start
-    okinds: dict[str, list] = {}
-    for e in overlay.events:
-        okinds.setdefault(e.op.kind, []).append(e)
-    for kind, evs in okinds.items():
-        spans = [((e.start - o0) * scale, (e.end - o0) * scale, e.rank + 0.24, e.rank + 0.44)
-                 for e in evs]
-        ax.add_artist(boxes_patch(spans, KIND_COLORS.get(kind, "#999999"), "black", 0.5, 3))
-    return overlay.makespan * scale
 
 
 def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: str | None = None,
@@ -65,31 +47,21 @@ def draw_timeline(timeline: Timeline, overlay: Timeline | None = None, title: st
     gets its messages and all-to-alls as thin lanes along the bottom of each row. Returns the
     Figure (the one ``ax`` belongs to, if given).
     """
-    xmax = timeline.makespan
-    if overlay is not None and overlay.events:
-        scale = 1.0
+    xmax, scale = timeline.makespan, 1.0
+    if overlay is not None:
         if overlay_scale == "makespan":
             scale = xmax / overlay.makespan if overlay.makespan > 0 else 1.0
         elif overlay_scale is not None:
             scale = float(overlay_scale)
         xmax = max(xmax, overlay.makespan * scale)
-    panel = timeline_panel(timeline, title, xmax, subtitle=None if metrics else "")
-    if overlay is not None:              # the overlay takes the bottom of each row
-        panel = {k: v for k, v in panel.items() if k != "lanes"}
-        panel["ranks"] = max(panel["ranks"], overlay.num_ranks)
+    panel = timeline_panel(timeline, title, xmax, subtitle=None if metrics else "",
+                           overlay=overlay, overlay_scale=scale)
     fig, ax = _axes(ax, panel)
     if figsize is not None and fig.axes == [ax]:
         fig.set_size_inches(*figsize)
-    extra = []
-    if overlay is not None:
-        extra = [Patch(facecolor="#bbbbbb", edgecolor="none",
-                       label=f"tall boxes: {timeline.source}"),
-                 Patch(facecolor="white", edgecolor="black",
-                       label=f"thin bars: {overlay.source}"
-                       + ("" if overlay_scale in (None, 1, 1.0) else " (rescaled)"))]
+    extra = [] if overlay is None else [Patch(facecolor="#bbbbbb", edgecolor="none",
+                                              label=f"tall boxes: {timeline.source}")]
     draw_timeline_panel(ax, panel, labels=labels, thin=overlay is not None, extra_legend=extra)
-    if overlay is not None and overlay.events:
-        _draw_overlay(ax, overlay, timeline.makespan, overlay_scale)
     return fig
 
 

@@ -15,7 +15,7 @@ from operator import add, itemgetter, lt, mul
 
 from ..ir import KIND_NAMES, OpRow
 from ..text import metrics_line
-from ..timeline import inflight_walk
+from ..timeline import inflight_walk, op_kinds
 
 #: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
 KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
@@ -107,12 +107,15 @@ def rank_strips(columns, t0: float, span: float, bins: int = PLOT_PX) -> list[st
 
 
 def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
-                   subtitle: str | None = None) -> dict:
+                   subtitle: str | None = None, overlay=None,
+                   overlay_scale: float = 1.0) -> dict:
     """One row per rank (rank 0 on top); ``xmax`` shares a time axis between panels;
     ``subtitle`` defaults to the metrics line (pass it when already computed; ``""`` for none,
     a picture shown before a question asks for the bubble). A box per
     op, or, once some rank runs more than ``STRIP_AFTER`` ops, a strip per rank
-    (:func:`rank_strips`; ``boxes`` is then empty)."""
+    (:func:`rank_strips`; ``boxes`` is then empty). ``overlay``: a second run of the same
+    ranks (a measured one over its simulation) as thin bars along each row
+    (:func:`overlay_lanes`), in place of the timeline's own transfers."""
     if max(tl.ops_per_rank(), default=0) > STRIP_AFTER:
         columns = tl.rank_strip_columns()
         t0 = min(starts[0] for starts, _, _ in columns if starts)   # tl.start, without a pass
@@ -134,8 +137,27 @@ def timeline_panel(tl, title: str | None = None, xmax: float | None = None,
     if strips is not None:
         panel["strips"] = strips
         panel["strip_chars"] = {ch: k for k, ch in STRIP_CHARS.items()}
-    panel.update(transfer_lanes(tl))
+    if overlay is None:
+        panel.update(transfer_lanes(tl))
+    else:
+        panel["ranks"] = max(tl.num_ranks, overlay.num_ranks)
+        panel.update(overlay_lanes(overlay, overlay_scale))
     return panel
+
+
+def overlay_lanes(overlay, scale: float = 1.0) -> dict:
+    """``overlay``'s ops as the panel's thin lanes, coloured by kind, times from its start
+    multiplied by ``scale``; nothing for a run without ops."""
+    c, o0 = overlay.columns, overlay.start
+    lanes = [[rank, _r((s - o0) * scale), _r((e - o0) * scale), kind]
+             for rank, s, e, kind in zip(c.rank, c.start, c.end, op_kinds(c.keys))]
+    if not lanes:
+        return {}
+    kinds = {x[3] for x in lanes}
+    label = f"thin bars: {overlay.source}" + ("" if scale == 1 else " (rescaled)")
+    return {"lanes": lanes,
+            "lane_colors": {k: KIND_COLORS[k] for k in KIND_COLORS if k in kinds},
+            "lane_legend": [[label, "#777777"]]}
 
 
 def transfer_lanes(tl) -> dict:
@@ -271,7 +293,8 @@ def memory_panel(report, gpu_memory: float | None = 80e9, title: str | None = No
 
 __all__ = ["GB", "IDLE_FACE", "IDLE_HATCH", "IDLE_EDGE", "KIND_COLORS", "PART_COLORS",
            "PART_LABELS", "AXIS_COLORS", "RECOMPUTE_COLORS", "PALETTE", "op_label", "title_line",
-           "timeline_boxes", "timeline_panel", "rank_strips", "PLOT_PX", "STRIP_AFTER",
+           "timeline_boxes", "timeline_panel", "overlay_lanes", "rank_strips", "PLOT_PX",
+           "STRIP_AFTER",
            "bars_panel", "lines_panel", "line", "scene",
            "timeline_scene", "levels", "held_points", "inflight_panel", "inflight_steps_panel",
            "peak_bars_panel",

@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 
 import pplab.runtime as rt  # noqa: E402
 from pplab.canvases import runs as RW  # noqa: E402
+from pplab.draw import scene_figure  # noqa: E402
 from pplab.timeline import Timeline  # noqa: E402
 from pplab.canvases.base import CANVASES  # noqa: E402
 
@@ -33,7 +34,10 @@ def test_one_real_run_is_drawn_with_bubble_and_grad_error(real_result, tmp_path)
     assert isinstance(res.timeline, Timeline) and res.timeline.source == "measured"
     assert res.simulated is not None and res.simulated.source == "simulated"
     trace = tmp_path / "t.json"
-    fig, text = RW.render_result(res, str(trace))
+    picture, text = RW.render_result(res, str(trace))
+    (panel,) = picture["panels"]                          # a scene, like every render_*
+    assert len(panel["lanes"]) == len(res.timeline.events)     # the measured run's thin bars
+    fig = scene_figure(picture)
     ax = fig.axes[0]
     assert ax.get_xlabel() == "time (s)" and "measured" in ax.get_title(loc="left") + \
         fig.axes[0].get_title()
