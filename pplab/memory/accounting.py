@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..ir import Schedule
-from ..timeline import inflight_profile, inflight_walk, peak_inflight_of
+from ..inflight import inflight_profile, inflight_walk, peak_inflight_of
 from . import activations as act
 from .model_spec import ModelSpec, Split
 from .parallel import ParallelConfig

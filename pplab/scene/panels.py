@@ -15,7 +15,8 @@ from operator import add, itemgetter, lt, mul
 
 from ..ir import KIND_NAMES, OpRow
 from ..text import metrics_line
-from ..timeline import inflight_walk, op_kinds
+from ..inflight import inflight_walk
+from ..timeline import op_kinds
 
 #: colour per op kind (Okabe–Ito): F blue, B vermillion, I orange, W bluish green, FB purple
 KIND_COLORS = {"F": "#0072B2", "B": "#D55E00", "I": "#E69F00", "W": "#009E73", "FB": "#CC79A7"}
@@ -210,7 +211,7 @@ def timeline_scene(tl, title: str | None = None) -> dict:
 
 
 def levels(ops) -> list[int]:
-    """Activations alive after each op (``timeline.INFLIGHT_RULE``: F adds one; B, or W
+    """Activations alive after each op (``inflight.INFLIGHT_RULE``: F adds one; B, or W
     after a split backward, frees it)."""
     walk = inflight_walk(ops)
     return [walk.whole[i] + walk.waiting[i] for i in walk.op_last]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..ir import Action, Op
-from ..timeline import INFLIGHT_RULE
+from ..inflight import INFLIGHT_RULE
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import collections
 import gc
 
 from ..ir import Action
-from ..timeline import INFLIGHT_RULE
+from ..inflight import INFLIGHT_RULE
 from ._common import F, I, W
 
 KINDS = "FIW"                               # a pass's kind is its number mod 3
@@ -102,7 +102,7 @@ def squeeze(slots: Slots, ps: Passes) -> Slots:
 
 def _alive_steps() -> tuple[int, int, int]:
     """What an F, I and W pass does to the chunks alive on its rank, read off the in-flight
-    rule (``timeline.INFLIGHT_RULE``: an F adds one, its W frees it)."""
+    rule (``inflight.INFLIGHT_RULE``: an F adds one, its W frees it)."""
     return tuple(sum(INFLIGHT_RULE[k]) for k in KINDS)
 
 

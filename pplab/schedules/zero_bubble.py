@@ -10,7 +10,7 @@ from collections import deque
 
 from .. import keys
 from ..ir import Op, Schedule
-from ..timeline import INFLIGHT_RULE
+from ..inflight import INFLIGHT_RULE
 from ._common import F, I, W, Streams, build, check_basics, no_virtual, v_placement
 
 

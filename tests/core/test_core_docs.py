@@ -1,4 +1,4 @@
-"""The core's shared types say what they are: every public name in ir.py and timeline.py has
+"""The core's shared types say what they are: every public name in ir, timeline.py and inflight.py has
 a docstring, and ``chunk_fraction`` answers only for a stage the schedule has."""
 import ast
 from pathlib import Path
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("module", ["pplab/ir/__init__.py", "pplab/ir/actions.py",
                                     "pplab/ir/rows.py", "pplab/ir/schedule.py",
-                                    "pplab/timeline.py"])
+                                    "pplab/timeline.py", "pplab/inflight.py"])
 def test_every_public_name_has_a_docstring(module):
     tree = ast.parse((ROOT / module).read_text())
     missing = []

@@ -1,9 +1,9 @@
-"""The in-flight rule is written once (``timeline.INFLIGHT_RULE``); the timeline, the
+"""The in-flight rule is written once (``inflight.INFLIGHT_RULE``); the timeline, the
 schedule's peaks, the scene's lines, the memory accounting and the generators' caps all count
 by it."""
 import pytest
 
-from pplab import NAMES, make_schedule, simulate, timeline
+from pplab import NAMES, inflight, make_schedule, simulate
 from pplab.ir import parse_op
 from pplab.memory.accounting import peak_split
 from pplab.scene.panels import inflight_panel, inflight_steps_panel, levels
@@ -74,8 +74,8 @@ def test_every_reader_follows_the_one_rule(monkeypatch):
     s = make_schedule("zb-h1", 4, 8)
     tl = simulate(s, tf=1, tb=2, tw=1)
     before = tl.peak_inflight
-    monkeypatch.setitem(timeline.INFLIGHT_RULE, "I", (-1, 0))
-    monkeypatch.setitem(timeline.INFLIGHT_RULE, "W", (0, 0))
+    monkeypatch.setitem(inflight.INFLIGHT_RULE, "I", (-1, 0))
+    monkeypatch.setitem(inflight.INFLIGHT_RULE, "W", (0, 0))
 
     def by_hand(texts):                     # the changed rule: forwards minus I's done
         alive = [0]
@@ -93,8 +93,8 @@ def test_every_reader_follows_the_one_rule(monkeypatch):
                                                     {st: 1.0 for st in range(4)})] == want
     assert squeeze._alive_steps() == (1, -1, 0)          # F, I, W passes
     # ZB-H2's greedy order caps what is alive: with nothing ever alive the cap never binds
-    monkeypatch.setitem(timeline.INFLIGHT_RULE, "F", (0, 0))
-    monkeypatch.setitem(timeline.INFLIGHT_RULE, "I", (0, 0))
+    monkeypatch.setitem(inflight.INFLIGHT_RULE, "F", (0, 0))
+    monkeypatch.setitem(inflight.INFLIGHT_RULE, "I", (0, 0))
     assert zero_bubble._greedy_order(4, 8, 1) == zero_bubble._greedy_order(4, 8, 8)
     monkeypatch.undo()
     assert zero_bubble._greedy_order(4, 8, 1) != zero_bubble._greedy_order(4, 8, 8)

@@ -152,7 +152,8 @@ def test_ground_floor_and_drawing_import_only_downward():
 
 
 #: the package root reads as a table of contents: the pure core's main modules only
-ROOT_MODULES = {"__init__", "keys", "registry", "timeline", "validate", "lower", "torch_format",
+ROOT_MODULES = {"__init__", "keys", "registry", "timeline", "inflight", "validate", "lower",
+                "torch_format",
                 "partition", "closed_forms", "search", "text", "trace"}
 #: and its wings and layers, each one folder
 ROOT_PACKAGES = {"ir", "sim", "streams", "probe", "schedules", "memory", "scene", "draw", "canvases", "course",
