@@ -32,9 +32,10 @@ lab: $(STAMP)
 	$(LABENV) $(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) $(LABFLAGS) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
 
 # the fast tier with a worker per core, then the slow tier as two pytest processes at once
-# (tools/slow_tier.py): the system components (JupyterHub, Slurm, the grading sandbox) one at
-# a time in one, since they share Unix accounts and namespaces and mostly wait; everything
-# else in the other (lessons, the browser, torchrun), then the solutions under nbval. The
+# (tools/slow_tier.py): the tests that change users and permissions (JupyterHub, Slurm, the
+# sandbox as an ordinary user) one at a time in one, since they share Unix accounts and
+# namespaces and mostly wait; everything else in the other (lessons, the browser, torchrun,
+# grading), then the solutions under nbval. The
 # lessons' saved outputs are compared on that stream's one run of each lesson
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" -n auto tests

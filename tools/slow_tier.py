@@ -1,11 +1,12 @@
 """The slow tier of ``make test``: two pytest processes at once, one per kind of test.
 
-"system" holds the tests of real system components (JupyterHub and its users, Slurm in
-network namespaces, the grading sandbox). They must run one at a time, because they share
-Unix accounts, cgroups and namespaces, and they spend much of their time waiting on a hub,
-a scheduler or a limit. "compute" holds everything else (lessons executed, the browser,
-torchrun jobs, the canvas sweeps), then the solutions under nbval; it uses the cores while
-the system tests wait. The two share nothing but the machine: ports are drawn apart (hubs
+"system" holds the tests that change the machine's users and permissions: JupyterHub with
+its Unix accounts, Slurm in network namespaces, the grading sandbox run as an ordinary user
+(which opens /root's search permission while it runs). They must run one at a time, and they
+spend much of their time waiting on a hub, a scheduler or a limit. "compute" holds everything
+else (lessons executed, the browser, torchrun jobs, graders in sandboxes of their own, the
+canvas sweeps), then the solutions under nbval; it uses the cores while the system tests
+wait. The two share nothing but the machine: ports are drawn apart (hubs
 from 20000-32000, everything else from the kernel's ephemeral range) and no test in one
 looks at the other's processes or files.
 
@@ -27,7 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SYSTEM = ["tests/classroom", "tests/cluster", "tests/grading"]
+SYSTEM = ["tests/classroom", "tests/cluster", "tests/grading/test_grading_sandbox.py",
+          "tests/grading/test_sandbox_cgroups.py"]
 PYTEST = [sys.executable, "-m", "pytest"]
 STREAMS = {
     "system": [[*PYTEST, "-m", "slow", "--durations=15", *SYSTEM]],
