@@ -52,7 +52,7 @@ QUESTIONS = (
         hint="(P−1)/(M+P−1)."),
     Question(
         "03.smallest-m", "quiz", "number",
-        "P = 8 (the CS336 lecture's 512-GPU example). What is the smallest M that brings the "
+        "P = 8 (the CS336 lesson page's 512-GPU example). What is the smallest M that brings the "
         "bubble ÷ total under 20%?",
         answer=lambda: smallest_M(8, 0.20), tol=0.0,
         traps=((32, "32 works (17.9%), but it is not the smallest."),
