@@ -193,6 +193,9 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
                         + (4 * (cfg.ep - 1) * lat if cfg.ep > 1 else 0.0))
     scale = max(scale, a2a / (tf + tb)) if cfg.schedule in EP_OVERLAP else \
         scale + a2a / (tf + tb)
+    # the all-to-alls hold the NIC that DP's traffic needs once EP leaves the node: half of
+    # them in each forward, half in each backward (``dp_times``)
+    nic = a2a / 2 if cfg.tp * cfg.cp * cfg.ep > hw.network.gpus_per_node else 0.0
     tf_all, tb_all = tf * scale, tb * scale
     p2p = act / t / bw["pp"] + lat if cfg.pp > 1 else 0.0
     key = small_key(cfg)
@@ -202,14 +205,14 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     # V chunks of 1/V each, or DualPipe's two copies fed M/2 microbatches each.
     busy = cfg.microbatches * (tf_all + tb_all)
     bubble = max(0.0, 1 - busy / makespan) if cfg.pp > 1 else 0.0
-    z3 = zero3_times(model, cfg, bw["dp"], tf_all, tb_all)
+    z3 = zero3_times(model, cfg, bw["dp"], tf_all, tb_all, nic, nic)
     if cfg.zero >= 3:
         dp_time, exposed = z3["dp_time"], z3["exposed"]
         if (z3["tf_run"], z3["tb_run"]) != (tf_all, tb_all):   # gathers outlast compute
             stretched = _makespan(cfg, z3["tf_run"], z3["tb_run"], p2p, stage_scale)
             exposed = max(0.0, stretched - makespan)
     else:
-        z12 = zero12_times(model, cfg, bw["dp"], tb_all)
+        z12 = zero12_times(model, cfg, bw["dp"], tb_all, nic)
         dp_time, exposed = z12["dp_time"], z12["tail"]   # what the last backward cannot hide
         if z12["tb_run"] != tb_all:                 # reduce-scatters outlast backwards
             stretched = _makespan(cfg, tf_all, z12["tb_run"], p2p, stage_scale)
@@ -538,7 +541,8 @@ LEAVES_OUT = (
     "kernel efficiency is one number (--efficiency); no per-kernel or small-matrix slowdown",
     "the LM head is timed on the last stage, the embedding's lookup is not",
     "communication never overlaps compute except the DP reduce behind the last backward, "
-    "ZeRO-3's prefetched gathers and EP's all-to-alls under DualPipeV",
+    "ZeRO-3's prefetched gathers and EP's all-to-alls under DualPipe(V); DP traffic hides "
+    "only in the link time an op's own all-to-alls leave free",
     "no congestion: each axis gets its link bandwidth alone (above a pod, the oversubscribed "
     "share when the network names one); latency per message only where the network gives "
     "one, and never on the DP collectives",
