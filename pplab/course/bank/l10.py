@@ -28,9 +28,8 @@ QUESTIONS = (
         explain="The measured bars drift right of the simulated boxes: each op adds its real "
                 "compute and messaging, a few milliseconds, to its sleep, and those on the "
                 "critical path add up. With the run panel's defaults (1F1B, P = 4, M = 8, "
-                "tf = 0.05 s, tb = 0.1 s, simulated 1.65 s and a 27.3% bubble) a 2-core "
-                "laptop measures about 1.8 s and 28%; a busy machine adds more (about 2.0 s "
-                "and 32% at load 10)."),
+                "tf = 0.05 s, tb = 0.1 s, simulated 1.65 s and a 27.3% bubble) a busy 2-core "
+                "machine (load 10) measured 1.96 s and 31.8%; a quieter one comes closer."),
     Question(
         "10.nccl-order", "predict", "choice",
         "P = 2. On NCCL, both ranks post every receive at the start of the step. What happens?",
