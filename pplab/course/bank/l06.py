@@ -136,8 +136,8 @@ def _dualpipe_m() -> str:
                          f"   {(P - 1) / (2 * M):9.1%}")
             assert tl.makespan - 3 * M == (P // 2 - 1) * (3 + 2 - 3)
     lines.append("The idle time per rank is constant in M: DualPipe's bubble does not shrink with "
-                 "M. It is a fixed (P/2−1)(F&B + B − 3W) per step (DeepSeek-V3, Table 2; its §3.2.1 "
-                 "notes that neither the bubbles nor the activations grow with M), like "
+                 "M. It is a fixed (P/2−1)(F&B + B − 3W) per step (DeepSeek-V3, Table 2; its "
+                 "§3.2.1 notes that neither the bubbles nor the activations grow with M), like "
                  "every flushed schedule's fill and drain; percentages fall only because the "
                  "denominator grows.")
     P, M = 8, 32
