@@ -256,7 +256,9 @@ def _named_report(a, model, hw, cfg, tool, search) -> int:
         print("".join(f"# {line}\n" for line in head) + body, end="")
         return 0
     cps = (1, cfg.cp) if cfg.cp > 1 else (1,)
+    # the named layout's own b, CP and V are among those searched, so it meets its own kind
     search = search | {"micro_batches": tuple(sorted({1, cfg.microbatch})), "cps": cps,
+                       "virtual": tuple(sorted({2, 4, cfg.virtual or 2})),
                        "global_batch": cfg.microbatches * cfg.microbatch * cfg.dp}
     cands = [c for c in plan(model, a.gpus, hw, **search) if c.feasible]
     rank, util = rank_among(mine, cands), mfu(model, cfg, mine.step_time, hw)

@@ -164,3 +164,18 @@ def test_zero3_gathers_share_each_ops_link_with_its_all_to_alls():
     assert both["tb_run"] == pytest.approx(alone["tb_run"] + 0.02)
     big = zero3_times(model, z3, 50e9, 10.0, 20.0, 0.01, 0.02)  # compute outlasts both
     assert (big["tf_run"], big["tb_run"]) == (10.0, 20.0)
+
+
+@pytest.mark.slow
+def test_a_named_v8_layout_meets_the_planners_own(capsys):
+    """``pplab plan`` with Llama 3 405B's layout named (-V 8, no --first/--last-layers): it is
+    split as the planner splits it, 0 + 126·1 + 0, and ranked among candidates that try V = 8
+    too, so the planner's own TP 8 PP 16 V 8 layout ties with it (the table's 2 of 134)."""
+    import json
+    assert main(["plan", "--model", "llama3-405b", "--gpus", "8192", "--global-batch", "2048",
+                 "--tp", "8", "--pp", "16", "-s", "interleaved", "-V", "8", "--zero", "2",
+                 "--activations", "kept", "--grad-bytes", "4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["first_layers"], d["last_layers"], d["virtual"], d["fits"]) == (0, 0, 8, True)
+    assert (d["rank"], d["of"]) == (2, 134)
+    assert d["first_choice"]["virtual"] == 8
