@@ -44,7 +44,9 @@ _LIBC = ctypes.CDLL(None, use_errno=True)      # loaded before any fork
 
 def _ended_with_us() -> None:
     """In the child: SIGTERM when this runner dies (PR_SET_PDEATHSIG), so nothing outlives
-    it even when it is killed outright."""
+    it even when it is killed outright. The kernel may send it more than once (once per
+    thread of the runner it passes through on the way to init); pytest acts on the first
+    (tests/conftest.py)."""
     _LIBC.prctl(1, signal.SIGTERM)
 
 

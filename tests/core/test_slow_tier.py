@@ -90,4 +90,6 @@ def test_a_runner_killed_outright_takes_its_children_with_it(tmp_path):
     os.kill(r.pid, signal.SIGKILL)
     r.communicate(timeout=60)
     _poll(lambda: not _alive(child))
-    assert (tmp_path / "a.terms").read_text() == "1"
+    # at least once: the kernel sends the parent-death signal each time the child is handed
+    # to another thread of the dying runner, then to init (pytest's handler acts on the first)
+    assert int((tmp_path / "a.terms").read_text()) >= 1
