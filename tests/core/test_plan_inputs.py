@@ -76,6 +76,7 @@ def _ends(cands, pp):
             for c in cands if c.config.pp == pp}
 
 
+@pytest.mark.slow
 def test_depths_that_do_not_divide_the_layers_give_their_ends_the_remainder():
     """Without --first-layers/--last-layers, Llama 3 405B's 126 layers on 16 stages are
     7 + 14·8 + 7, DeepSeek-V3's 61 are 3 + 14·4 + 2 (the first end the larger); a depth that
