@@ -31,15 +31,15 @@ LABENV = JUPYTER_CONFIG_PATH=$(CURDIR)/tools/jupyter-config$(if $(JUPYTER_CONFIG
 lab: $(STAMP)
 	$(LABENV) $(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ROOTFLAG) $(LABFLAGS) --ServerApp.root_dir=. notebooks/00_setup_and_first_run.ipynb
 
-# the fast tier with a worker per core, then the slow tier (real components: Slurm, the
-# browser, torchrun, the sandbox) in one process, one at a time: they share fixed network
-# namespaces, one site build and the cores (pytest-xdist 3.8's loadgroup does not group
-# under pytest 9, so the tiers are split here); the lessons' saved outputs are compared on the
-# slow tier's one run of each lesson (tests/notebooks/test_notebooks.py), the solutions by nbval
+# the fast tier with a worker per core, then the slow tier as two pytest processes at once
+# (tools/slow_tier.py): the tests that change users and permissions (JupyterHub, Slurm, the
+# sandbox as an ordinary user) one at a time in one, since they share Unix accounts and
+# namespaces and mostly wait; everything else in the other (lessons, the browser, torchrun,
+# grading), then the solutions under nbval. The
+# lessons' saved outputs are compared on that stream's one run of each lesson
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" -n auto tests
-	$(PY) -m pytest -m slow --durations=25 tests
-	$(PY) -m pytest --nbval --nbval-current-env -p no:randomly solutions
+	$(PY) tools/slow_tier.py
 
 # the edit loop: no test over half a second, no torchrun, notebook runs or browser, a worker
 # per core (pytest-xdist); make test runs everything (its time: README)

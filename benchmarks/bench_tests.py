@@ -3,8 +3,8 @@ the time goes: the 20 slowest tests and the time per folder (setup + call + tear
 pytest's ``--junitxml`` report; with workers these add up to more than the wall time).
 
 ``--fast`` times ``make test-fast`` (pytest -m "not slow" -n auto); without it, ``make test``
-(the fast tier with a worker per core, the slow tier in one process, then the solutions
-under nbval). Heavy: run it alone, under the shared lock where several people share
+(the fast tier with a worker per core, then the slow tier's two streams at once:
+tools/slow_tier.py, whose second stream ends with the solutions under nbval). Heavy: run it alone, under the shared lock where several people share
 the machine. ``--record`` writes the figures into
 docs/figures.json (section "tests_fast" or "tests"), ``make bench-tests`` does that.
 """
@@ -44,6 +44,25 @@ def timed(args: list[str]) -> tuple[float, int, str, dict[str, float]]:
     return took, int(m.group(1)) if m else 0, last, per_test
 
 
+def slow_tier() -> tuple[float, dict[str, int], dict[str, float]]:
+    """(seconds, {"tests": passed, "cells": solution cells passed}, seconds per test id) of
+    ``tools/slow_tier.py``, as make test runs it; exits on a failure."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.monotonic()
+        r = subprocess.run([sys.executable, "tools/slow_tier.py", "--junit-dir", tmp], cwd=ROOT)
+        took = time.monotonic() - t
+        if r.returncode != 0:
+            sys.exit(f"the slow tier failed (exit {r.returncode})")
+        per_test, counts = {}, {"tests": 0, "cells": 0}
+        for report in Path(tmp).glob("*.xml"):
+            cases = list(ET.parse(report).iter("testcase"))
+            counts["cells" if report.name == "compute-1.xml" else "tests"] += sum(
+                c.find("skipped") is None for c in cases)
+            per_test.update({f"{c.get('classname', '')}::{c.get('name', '')}":
+                             float(c.get("time", 0)) for c in cases})
+    return took, counts, per_test
+
+
 def where_the_time_goes(per_test: dict[str, float], slowest: int = 20) -> str:
     """The slowest tests, then the seconds per folder of tests/ (largest first)."""
     lines = [f"{slowest} slowest tests:"]
@@ -72,14 +91,13 @@ if __name__ == "__main__":
                    "make bench-tests FAST=1 (benchmarks/bench_tests.py --fast --record)")
         sys.exit(0)
     s_fast, n_fast, _, per_fast = timed(["-m", "not slow", "-n", "auto", "tests"])  # make test
-    s_slow, n_slow, _, per_slow = timed(["-m", "slow", "tests"])
-    s, n, per_test = s_fast + s_slow, n_fast + n_slow, {**per_fast, **per_slow}
-    print(where_the_time_goes(per_test))
-    s_nb, n_nb, _, _ = timed(["--nbval", "--nbval-current-env", "-p", "no:randomly",
-                              "solutions"])
-    print(f"pytest tests: {n} tests in {s / 60:.1f} min; solutions: {n_nb} cells in "
-          f"{s_nb:.0f} s")
+    s_slow, counts, per_slow = slow_tier()
+    n = n_fast + counts["tests"]
+    print(where_the_time_goes({**per_fast, **per_slow}))
+    s = s_fast + s_slow
+    print(f"make test: {n} tests and {counts['cells']} solution cells in {s / 60:.1f} min "
+          f"(fast tier {s_fast:.0f} s, slow tier {s_slow / 60:.1f} min, its two streams at once)")
     if a.record:
-        record("tests", {"tests": f"{n:,}", "pytest_min": f"{s / 60:.1f} min",
-                         "nbval_s": f"{s_nb:.0f} s", "total_min": f"{(s + s_nb) / 60:.0f} min"},
+        record("tests", {"tests": f"{n:,}", "total_min": f"{s / 60:.0f} min",
+                         "slow_min": f"{s_slow / 60:.0f} min", "fast_s": f"{s_fast:.0f} s"},
                "make bench-tests (benchmarks/bench_tests.py --record)")

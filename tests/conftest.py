@@ -75,8 +75,15 @@ SLOW_TESTS = ("test_plan_export.py::test_megatron_core_refuses_what_it_cannot_ru
 def _interrupt_on_term(signum, frame):
     """A run stopped by SIGTERM (CI's time limit, a user's kill) tears down as Ctrl-C does:
     every fixture's cleanup runs and subprocess.run kills its child, so no hub, cluster,
-    browser, job or temp folder outlives the run."""
+    browser, job or temp folder outlives the run. Once: a second SIGTERM (the kernel sends a
+    parent-death signal once per thread of a dying parent, tools/slow_tier.py) must not cut
+    that teardown short."""
+    signal.signal(signal.SIGTERM, _already_stopping)     # not SIG_IGN: children inherit that
     raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def _already_stopping(signum, frame):
+    """A later SIGTERM while the first one's teardown runs: nothing more to do."""
 
 
 def pytest_configure(config):

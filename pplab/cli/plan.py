@@ -10,7 +10,7 @@ from ..memory.export import TOOLS, cannot_run, megatron_text, torchtitan_toml
 from ..memory.plan_text import misses, plan_rows
 from ..memory.activations import ACTIVATION_MODELS
 from ..memory.parallel import RECOMPUTE, ZERO3_REGATHER, ParallelConfig
-from ..memory.planner import LEAVES_OUT, mfu, plan, rank_among, sized
+from ..memory.planner import LEAVES_OUT, split_ends, mfu, plan, rank_among, sized
 from ..memory.units import fmt_bytes, fmt_count, fmt_seconds
 from ..registry import spec
 from .sizing import add_hardware_arguments, add_model_arguments, hardware_from_args, \
@@ -55,9 +55,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--schedules", default=",".join(DEFAULT_SCHEDULES), metavar="NAMES",
                    help="comma-separated schedules tried when PP > 1 (default: %(default)s)")
     g.add_argument("--first-layers", type=int, default=None,
-                   help="layers on the first pipeline stage (default: an even split)")
+                   help="layers on the first pipeline stage (default: an even split, or the "
+                        "ends taking the remainder)")
     g.add_argument("--last-layers", type=int, default=None,
-                   help="layers on the last pipeline stage (default: an even split)")
+                   help="layers on the last pipeline stage (default: as --first-layers)")
+    g.add_argument("--grad-bytes", type=float, default=2,
+                   help="bytes per gradient value, every layout's: 4 for FP32 gradients "
+                        "(default: %(default)s)")
+    g.add_argument("--optim-bytes", type=float, default=12,
+                   help="optimizer bytes per parameter, every layout's: 12 for FP32 master "
+                        "weights and Adam moments, 8 with BF16 moments (default: %(default)s)")
     n = p.add_argument_group("a layout of your own (any of these names one: it is sized, "
                              "ranked among the candidates and exported instead of the first)")
     n.add_argument("--tp", type=int, default=None, help="tensor-parallel ranks (default: 1)")
@@ -116,6 +123,11 @@ def _check(a, model) -> tuple[str, ...]:
                         a.global_batch)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be ≥ 1, got {value}")
+    for flag, value in (("--grad-bytes", getattr(a, "grad_bytes", 2)),
+                        ("--optim-bytes", getattr(a, "optim_bytes", 12))):
+        if not 0 < value < 64:
+            raise ValueError(f"{flag} is bytes per parameter, more than 0 and under 64; "
+                             f"got {value:g}")
     if a.top < 0:
         raise ValueError(f"--top must be ≥ 0 (0: all), got {a.top}")
     ends = [(f, v) for f, v in (("--first-layers", a.first_layers),
@@ -153,7 +165,9 @@ def run_plan(a) -> int:
     search = dict(global_batch=a.global_batch, micro_batches=_mbs(a), max_pp=a.max_pp,
                   first_layers=getattr(a, "first_layers", None),
                   last_layers=getattr(a, "last_layers", None), schedules=names,
-                  activations=a.activations, eps=getattr(a, "eps", (1,)))
+                  activations=a.activations, eps=getattr(a, "eps", (1,)),
+                  bytes_grad=getattr(a, "grad_bytes", 2),
+                  bytes_optim=getattr(a, "optim_bytes", 12))
     mine = _named(a, model) if getattr(a, "command", "plan") == "plan" else None
     if mine is not None:
         return _named_report(a, model, hw, mine, tool, search)
@@ -218,11 +232,12 @@ def _named(a, model) -> ParallelConfig | None:
     name = spec(a.schedule).name if a.schedule else ("interleaved" if (a.V or 1) > 1
                                                       else "1f1b")
     zero = a.zero if a.zero is not None else (1 if dp > 1 else 0)
+    # no --first/--last-layers: the ends the planner gives the same depth and schedule
+    first, last = split_ends(model, pp, name, a.V, a.first_layers, a.last_layers, M)
     return ParallelConfig(tp, pp, dp, zero, sp, a.recompute or "selective", b, M, name,
-                          a.V, zero3_regather=a.zero3_regather,
-                          first_layers=a.first_layers if pp > 1 else None,
-                          last_layers=a.last_layers if pp > 1 else None, cp=cp,
-                          activations=a.activations, ep=a.ep or 1)
+                          a.V, zero3_regather=a.zero3_regather, first_layers=first,
+                          last_layers=last, cp=cp, activations=a.activations, ep=a.ep or 1,
+                          bytes_grad=a.grad_bytes, bytes_optim=a.optim_bytes)
 
 
 def _named_report(a, model, hw, cfg, tool, search) -> int:
@@ -241,7 +256,9 @@ def _named_report(a, model, hw, cfg, tool, search) -> int:
         print("".join(f"# {line}\n" for line in head) + body, end="")
         return 0
     cps = (1, cfg.cp) if cfg.cp > 1 else (1,)
+    # the named layout's own b, CP and V are among those searched, so it meets its own kind
     search = search | {"micro_batches": tuple(sorted({1, cfg.microbatch})), "cps": cps,
+                       "virtual": tuple(sorted({2, 4, cfg.virtual or 2})),
                        "global_batch": cfg.microbatches * cfg.microbatch * cfg.dp}
     cands = [c for c in plan(model, a.gpus, hw, **search) if c.feasible]
     rank, util = rank_among(mine, cands), mfu(model, cfg, mine.step_time, hw)

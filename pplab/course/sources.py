@@ -24,8 +24,9 @@ SOURCES = (
     Source("Pipeline Parallelism: From GPipe to DualPipe — Eliminating the Bubble",
            "an article in the series “Inference Optimization Timeline” (part 43)",
            ("From GPipe to DualPipe",), ("article", "post", "blog")),
-    Source("Language Modeling from Scratch (CS336), lecture 8: Parallelism II: Pipeline & FSDP",
-           "Stanford CS336", ("CS336",), ("lecture", "notes")),
+    Source("Language Modeling from Scratch · CS336 · Lecture 8: Parallelism II: Pipeline & FSDP",
+           "engineeringmaxxing.com, an independent lesson page on Stanford CS336's lecture 8 "
+           "(not Stanford's own notes)", ("CS336",), ("lecture", "notes", "page")),
     Source("Pipeline Parallelism (PP) & Virtual PP", "a hands-on guide to Megatron-LM",
            ("Pipeline Parallelism (PP) & Virtual PP",), ("hands-on", "guide")),
     Source("KempnerForge documentation: Pipeline parallelism", "the Kempner Institute",

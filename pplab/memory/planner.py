@@ -16,7 +16,8 @@ held and moved, so the planner does not list it apart).
 
 Pruning keeps it quick: TP is a power of two inside one node, PP any depth whose stages
 split the layers evenly (between fixed first/last ones when those are given) or, without
-those, whose first and last stages can take the remainder (``_uneven_ends``),
+those, whose first and last stages can take the remainder (``_uneven_ends``; model chunks
+too many for that leave an end the embedding or the head alone, ``split_ends``),
 DP = GPUs / (TP·PP); M follows from the global batch. Pipelines with many microbatches are
 simulated at two smaller M and extrapolated (makespan and peak memory are affine in M once
 the pipeline is in steady state; ``extrapolate.py``). Dominated recompute/ZeRO choices are
@@ -42,8 +43,9 @@ from .units import fmt_bytes, fmt_seconds
 
 SPLIT_BACKWARD = set(names(split_backward=True))
 PERIOD_2 = {s.name for s in SPECS if s.planner and s.planner.period_2}
-#: schedules that overlap one microbatch's all-to-alls with another's compute
-EP_OVERLAP = ("dualpipev",)
+#: schedules that overlap one microbatch's all-to-alls with another's compute: DualPipe
+#: (DeepSeek-V3 §3.2.1) and its V-shape placement
+EP_OVERLAP = ("dualpipe", "dualpipev")
 
 
 @dataclass
@@ -191,6 +193,9 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
                         + (4 * (cfg.ep - 1) * lat if cfg.ep > 1 else 0.0))
     scale = max(scale, a2a / (tf + tb)) if cfg.schedule in EP_OVERLAP else \
         scale + a2a / (tf + tb)
+    # the all-to-alls hold the NIC that DP's traffic needs once EP leaves the node: half of
+    # them in each forward, half in each backward (``dp_times``)
+    nic = a2a / 2 if cfg.tp * cfg.cp * cfg.ep > hw.network.gpus_per_node else 0.0
     tf_all, tb_all = tf * scale, tb * scale
     p2p = act / t / bw["pp"] + lat if cfg.pp > 1 else 0.0
     key = small_key(cfg)
@@ -200,14 +205,14 @@ def estimate(model: ModelSpec, cfg: ParallelConfig, hw: Hardware | None = None,
     # V chunks of 1/V each, or DualPipe's two copies fed M/2 microbatches each.
     busy = cfg.microbatches * (tf_all + tb_all)
     bubble = max(0.0, 1 - busy / makespan) if cfg.pp > 1 else 0.0
-    z3 = zero3_times(model, cfg, bw["dp"], tf_all, tb_all)
+    z3 = zero3_times(model, cfg, bw["dp"], tf_all, tb_all, nic, nic)
     if cfg.zero >= 3:
         dp_time, exposed = z3["dp_time"], z3["exposed"]
         if (z3["tf_run"], z3["tb_run"]) != (tf_all, tb_all):   # gathers outlast compute
             stretched = _makespan(cfg, z3["tf_run"], z3["tb_run"], p2p, stage_scale)
             exposed = max(0.0, stretched - makespan)
     else:
-        z12 = zero12_times(model, cfg, bw["dp"], tb_all)
+        z12 = zero12_times(model, cfg, bw["dp"], tb_all, nic)
         dp_time, exposed = z12["dp_time"], z12["tail"]   # what the last backward cannot hide
         if z12["tb_run"] != tb_all:                 # reduce-scatters outlast backwards
             stretched = _makespan(cfg, tf_all, z12["tb_run"], p2p, stage_scale)
@@ -271,18 +276,44 @@ def _uneven_ends(layers: int, stages: int) -> tuple[int, int] | None:
     return ((rest + 1) // 2, rest // 2) if rest >= 2 else None
 
 
-def _split_ends(layers: int, p: int, name: str, V, first, last) -> tuple:
+def split_ends(model: ModelSpec, p: int, name: str, V, first, last, M: int,
+               seq: int | None = None) -> tuple:
     """(first, last) layer counts for depth ``p`` under schedule ``name``: the user's when
     given (none at PP = 1); none when ``p`` divides the layers; otherwise ``_uneven_ends``
-    over the schedule's P·V model chunks, or, where the chunks are too many for that, none:
-    the chunks split as evenly as they go (DeepSeek-V3's 61 layers on DualPipe's 32)."""
+    over the schedule's P·V model chunks. Where the chunks are too many for that (an end
+    would get under two layers between them), the ends hold one layer or none, the embedding
+    or the head and loss then their own chunk's whole work, or the chunks split as evenly as
+    they go, whichever leaves the busiest rank the least (``_busiest_rank``; even on a tie):
+    Llama 3 405B's 126 layers on 128 interleaved chunks are 0 + 126·1 + 0 ("The Llama 3 Herd
+    of Models" §3.3.2), DeepSeek-V3's 61 on DualPipeV's 32 are 1 + 30·2 + 0."""
     if p == 1:
         return (None, None)
+    layers = model.layers
     if first is not None or last is not None or layers % p == 0:
         return (first, last)
     sch = spec(name)
-    per_rank = {"any": V, "fixed": sch.default_V}.get(sch.stages_per_rank, 1)
-    return _uneven_ends(layers, p * per_rank) or (None, None)
+    per_rank = {"any": V or sch.default_V, "fixed": sch.default_V}.get(sch.stages_per_rank, 1)
+    ends = _uneven_ends(layers, p * per_rank)
+    if ends:
+        return ends
+    key = small_key(ParallelConfig(pp=p, microbatches=M, schedule=name, virtual=V))
+    options = [(None, None), (0, 0), (1, 0)]
+    loads = [_busiest_rank(model, key, ends, seq) for ends in options]
+    best = min(range(len(options)), key=lambda i: loads[i])
+    return options[best] if loads[best] < math.inf else (None, None)
+
+
+def _busiest_rank(model: ModelSpec, key: tuple, ends: tuple, seq) -> float:
+    """The forward FLOPs of the busiest pipeline rank (the sum of its chunks' scales, in
+    average chunks) with ``ends`` as the first/last layer counts; inf where they cannot be."""
+    try:
+        scale = _stage_scale(model, *key, *ends, seq)
+        sch = cached_schedule(*key)
+    except ValueError:
+        return math.inf
+    if scale is None:
+        return sch.num_stages / sch.num_ranks
+    return max(sum(scale[st] for st in sch.stages_of_rank(r)) for r in range(sch.num_ranks))
 
 
 def _ep_choices(model: ModelSpec, eps, shard: int) -> list[int]:
@@ -309,7 +340,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
          zero3_regather: tuple[str, ...] = ("per_microbatch", "per_step"),
          first_layers: int | None = None, last_layers: int | None = None,
          cps: tuple[int, ...] = (1,), activations: str = "korthikanti",
-         eps: tuple[int, ...] = (1,)) -> list[Candidate]:
+         eps: tuple[int, ...] = (1,), bytes_grad: float = 2,
+         bytes_optim: float = 12) -> list[Candidate]:
     """All candidate layouts, feasible ones first, fastest first; infeasible ones say why.
 
     ``global_batch`` counts sequences per step (default 8 per GPU); M = global_batch/(DP·b).
@@ -320,6 +352,8 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
     ``activations``: how every layout's kept activations are counted
     (``ParallelConfig.activations``).
     ``eps``: the expert-parallel degrees tried, each where it divides DP·CP and the experts.
+    ``bytes_grad``/``bytes_optim``: every layout's gradient and optimizer bytes per parameter
+    (``ParallelConfig``), so that a published run is ranked among layouts of its own recipe.
     """
     hw = hw or Hardware()
     if gpus < 1:
@@ -337,7 +371,9 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
             for b in micro_batches:
                 if gb % (d * b):
                     out.append(Candidate(ParallelConfig(t, p, d, microbatch=b, cp=c,
-                                                        activations=activations), False,
+                                                        activations=activations,
+                                                        bytes_grad=bytes_grad,
+                                                        bytes_optim=bytes_optim), False,
                                          f"global batch {gb} is not a multiple of DP×b = "
                                          f"{d * b}", memory=hw.memory))
                     continue
@@ -346,10 +382,11 @@ def plan(model: ModelSpec, gpus: int, hw: Hardware | None = None, global_batch: 
                 for e, name in ((e, n) for e in _ep_choices(model, eps, d * c)
                                 for n in (schedules if p > 1 else ("1f1b",))):
                     for V in (virtual if spec(name).stages_per_rank == "any" else (None,)):
-                        ends = _split_ends(model.layers, p, name, V, first_layers, last_layers)
+                        ends = split_ends(model, p, name, V, first_layers, last_layers, M,
+                                          seq)
                         out.extend(_evaluate(model, t, p, d, b, M, name, V, tuple(recompute),
                                              sp and t > 1, zeros, hw, seq, ends, c,
-                                             activations, e))
+                                             activations, e, (bytes_grad, bytes_optim)))
     out.sort(key=lambda c: (not c.feasible, c.step_time if c.feasible else c.peak_bytes))
     return out
 
@@ -409,7 +446,8 @@ def _cheap(z, mode, M) -> bool:
 
 
 def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
-              ends=(None, None), cp=1, activations="korthikanti", ep=1) -> list[Candidate]:
+              ends=(None, None), cp=1, activations="korthikanti", ep=1,
+              states=(2, 12)) -> list[Candidate]:
     """Every recomputation × ZeRO choice for one (TP, PP, DP, b, M, schedule, V) that can
     rank first; the rest are pruned by dominance and not listed (docs/memory.md, "Planner").
 
@@ -420,7 +458,9 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
     microbatch 3MΨ, each never faster than the cheap ones, and per-microbatch ZeRO-3 never
     faster than ZeRO-2 (more traffic under every op). So for each recomputation mode the
     stages are tried in that order and the first cheap one that fits ends the search: the
-    higher stages it would list tie with it or lose. Once a mode fits with a cheap stage,
+    higher stages it would list tie with it or lose (with gradients wider than the parameters,
+    ZeRO-0's all-reduce moves 2Ψ of them where ZeRO-1 moves Ψ of each width, so the cheap
+    stages go in order of their bytes, ``_step_bytes``). Once a mode fits with a cheap stage,
     costlier modes are dominated; once it fits only with a per-microbatch one, costlier
     modes are tried with cheap stages only — unless that layout hides all its DP traffic
     (its step time is then the makespan, which every costlier mode exceeds).
@@ -428,7 +468,8 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
     rcs = [rc for rc in RC_ORDER if rc in rcs]
     base = ParallelConfig(t, p, d, sp=sp, recompute=rcs[0], microbatch=b, microbatches=M,
                           schedule=name, virtual=V, first_layers=ends[0], last_layers=ends[1],
-                          cp=cp, activations=activations, ep=ep)
+                          cp=cp, activations=activations, ep=ep, bytes_grad=states[0],
+                          bytes_optim=states[1])
     try:
         # validate at the reduced M: same residue mod 2P, so the same divisibility rules
         small = base.with_(microbatches=small_key(base)[2])
@@ -437,7 +478,7 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
         return [Candidate(base.with_(recompute=rc), False, str(e), memory=hw.memory)
                 for rc in rcs]
     out: list[Candidate] = []
-    zs = sorted(zeros, key=lambda z: (not _cheap(*z, M), z[0]))  # cheap ones first, by stage
+    zs = sorted(zeros, key=lambda z: (not _cheap(*z, M), _step_bytes(z[0], base), z[0]))
     fitted_only_regathering = False
     for rc in rcs:
         todo = [z for z in zs if _cheap(*z, M)] if fitted_only_regathering else zs
@@ -463,6 +504,12 @@ def _evaluate(model, t, p, d, b, M, name, V, rcs, sp, zeros, hw, seq,
             fitted_only_regathering = True
             break
     return out
+
+
+def _step_bytes(zero: int, cfg: ParallelConfig) -> float:
+    """Bytes per parameter a cheap ZeRO stage moves a step: ZeRO-0 all-reduces the gradients
+    (2 × their width), ZeRO-1/2/3 reduce-scatter them and gather the parameters."""
+    return 2 * cfg.bytes_grad if zero == 0 else cfg.bytes_grad + cfg.bytes_param
 
 
 def _peak(model, rep0, cfg) -> tuple[float, int]:
@@ -494,7 +541,8 @@ LEAVES_OUT = (
     "kernel efficiency is one number (--efficiency); no per-kernel or small-matrix slowdown",
     "the LM head is timed on the last stage, the embedding's lookup is not",
     "communication never overlaps compute except the DP reduce behind the last backward, "
-    "ZeRO-3's prefetched gathers and EP's all-to-alls under DualPipeV",
+    "ZeRO-3's prefetched gathers and EP's all-to-alls under DualPipe(V); DP traffic hides "
+    "only in the link time an op's own all-to-alls leave free",
     "no congestion: each axis gets its link bandwidth alone (above a pod, the oversubscribed "
     "share when the network names one); latency per message only where the network gives "
     "one, and never on the DP collectives",

@@ -147,8 +147,8 @@ def bubble(P: int, M: int, V: int = LLAMA3_V, uneven: bool = True) -> dict:
 
 
 def lecture_claims() -> list[dict]:
-    """The figures for 405B's bubble in Stanford CS336's Lecture 8 notes (*Parallelism II:
-    Pipeline & FSDP*), each input set against Table 4."""
+    """The figures for 405B's bubble on the CS336 lecture 8 lesson page (*Parallelism II:
+    Pipeline & FSDP*, engineeringmaxxing.com), each input set against Table 4."""
     lo, hi = TABLE4[0], TABLE4[1]
     true_hi, true_lo = bubble(16, hi.batch_per_dp), bubble(16, lo.batch_per_dp)
     return [

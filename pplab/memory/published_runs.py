@@ -16,7 +16,7 @@ import math
 
 from .hardware import Hardware, hardware
 from .parallel import ParallelConfig
-from .planner import estimate, plan, rank_among, sized
+from .planner import split_ends, estimate, plan, rank_among, sized
 from .presets import get_preset
 
 #: DeepSeek-V3 Technical Report (arXiv 2412.19437): 2,048 H800 GPUs, 8 a node (§3.1), NVLink
@@ -25,8 +25,11 @@ from .presets import get_preset
 #: of 15,360 sequences (§4.2); AdamW moments in BF16, master weights and accumulated gradients
 #: in FP32 (§3.3.3): 2 + 4 + 8 bytes per parameter; activations by its recipe (``"fp8"``:
 #: §3.2.3, §3.3.3). Not printed: the microbatch (one sequence here, so M = 15,360 ÷ DP 128 =
-#: 120). pplab runs DualPipe as DualPipeV (the V-shape placement: one copy of the parameters,
-#: where DualPipe keeps two) and leaves out the multi-token-prediction module.
+#: 120), nor how the 61 layers split: pplab splits them as its planner splits every layout
+#: (``planner.split_ends``: on DualPipeV's 32 chunks, 1 + 30·2 + 0, the head alone on the last).
+#: pplab runs DualPipe as DualPipeV (the V-shape placement: one copy of the parameters,
+#: where DualPipe keeps two; ``dualpipe_as_run`` sizes the two copies) and leaves out the
+#: multi-token-prediction module.
 DEEPSEEK_GPUS, DEEPSEEK_BATCH, DEEPSEEK_DP = 2048, 15360, 128
 H800 = hardware("h800-80gb")
 #: "training DeepSeek-V3 on each trillion tokens requires only 180K H800 GPU hours" (§1)
@@ -39,9 +42,23 @@ DEEPSEEK_EPS = (1, 8, 64)
 def deepseek_layout():
     """(model, ParallelConfig) of DeepSeek-V3's pre-training layout as the report states it."""
     model = get_preset("deepseek-v3")
+    M = DEEPSEEK_BATCH // DEEPSEEK_DP
+    first, last = split_ends(model, 16, "dualpipev", None, None, None, M)
     cfg = ParallelConfig(tp=1, pp=16, dp=DEEPSEEK_DP, zero=1, recompute="selective",
-                         microbatches=DEEPSEEK_BATCH // DEEPSEEK_DP, schedule="dualpipev",
-                         ep=64, bytes_grad=4, bytes_optim=8, activations="fp8")
+                         microbatches=M, schedule="dualpipev", ep=64, bytes_grad=4,
+                         bytes_optim=8, activations="fp8", first_layers=first,
+                         last_layers=last)
+    cfg.validate(model)
+    return model, cfg
+
+
+def dualpipe_as_run():
+    """(model, ParallelConfig) of the report's layout on DualPipe itself: two copies of the
+    model, each rank holding stage r of one and stage 15 − r of the other (§3.2.1), so twice
+    DualPipeV's layers per rank at the same PP 16; the split as the planner gives it."""
+    model, cfg = deepseek_layout()
+    first, last = split_ends(model, 16, "dualpipe", None, None, None, cfg.microbatches)
+    cfg = cfg.with_(schedule="dualpipe", first_layers=first, last_layers=last)
     cfg.validate(model)
     return model, cfg
 
@@ -59,7 +76,9 @@ def _deepseek(eff: float) -> dict:
     model, cfg = deepseek_layout()
     mine, _ = sized(model, cfg, H800)
     cands = [c for c in plan(model, cfg.num_gpus, H800, global_batch=DEEPSEEK_BATCH,
-                             activations=cfg.activations, eps=DEEPSEEK_EPS) if c.feasible]
+                             activations=cfg.activations, eps=DEEPSEEK_EPS,
+                             bytes_grad=cfg.bytes_grad, bytes_optim=cfg.bytes_optim)
+             if c.feasible]
     return {"run": DEEPSEEK, "source": "DeepSeek-V3 Technical Report, §3.2, §4.2",
             "layout": "PP=16 EP=64 DP=128 ZeRO-1 DualPipe", "expressible": True,
             "peak_gb": mine.peak_bytes / 1e9, "fits": mine.feasible,
@@ -146,7 +165,9 @@ def _llama(row: pr.Row) -> dict:
     mine, _ = sized(model, cfg)
     cands = [c for c in plan(model, row.gpus, global_batch=row.sequences,
                              cps=(1, row.cp) if row.cp > 1 else (1,),
-                             activations=cfg.activations) if c.feasible]
+                             activations=cfg.activations, bytes_grad=cfg.bytes_grad,
+                             bytes_optim=cfg.bytes_optim, virtual=(2, 4, pr.LLAMA3_V))
+             if c.feasible]
     cp = f" CP={row.cp}" if row.cp > 1 else ""
     return {"run": f"Llama 3 405B, {row.gpus:,} H100, seq {row.seq:,}",
             "source": "Llama 3 Herd of Models, §3.3.2, Table 4",

@@ -38,11 +38,12 @@ def gpipe_peak_activation_bytes(M: int, layers_on_rank: int, layer_bytes: float,
 
 def remat_table(label: str, layers_on_rank: int, layer_bytes: float, boundary_bytes: float,
                 Ms=(1, 4, 8, 16, 32), unit: str = "MB") -> str:
-    """The three modes side by side for several M, as text (lesson 02)."""
+    """The three modes side by side for several M, as text (lesson 03). The rank's layers are
+    written L/P, as in the paper's L layers over K (= P) partitions."""
     u = {"kB": 1e3, "MB": 1e6, "GB": 1e9}[unit]
     lines = [f"{label}: a = {layer_bytes / u:.3f} {unit} per layer, x = {boundary_bytes / u:.3f} "
-             f"{unit}, {layers_on_rank} layers/rank",
-             "   M    keep all   GPipe re-mat (M·x + L·a)   per-layer re-mat (M·L·x + a)"]
+             f"{unit}, L/P = {layers_on_rank} layers/rank",
+             "   M    keep all   GPipe re-mat (M·x + L/P·a)  per-layer re-mat (M·L/P·x + a)"]
     for M in Ms:
         none, stage, full = (gpipe_peak_activation_bytes(M, layers_on_rank, layer_bytes,
                                                           boundary_bytes, mode)

@@ -84,6 +84,7 @@ def test_fsdp_every_value_and_frames():
     assert fr[0]["full"] == [0, 1] and fr[-1]["full"] == [0]
 
 
+@pytest.mark.slow
 def test_recompute_every_value():
     for preset, tp, sp, seq, mbs in itertools.product(mw.PRESET_NAMES, mw.TP_VALUES,
                                                       ("off", "on"), mw.SEQ_VALUES, range(1, 9)):

@@ -113,7 +113,7 @@ def test_button_click_runs_in_a_thread_and_shows_the_result(monkeypatch, real_re
     assert panel.button.disabled                      # disabled while running
     panel.click()                                     # a second click does nothing
     gate.set()
-    panel.join(30)
+    panel.join(900)                                   # returns when the work ends
     assert not panel.thread.is_alive() and not panel.button.disabled
     assert seen["P"] == 2 and seen["emulate"] == dict(tf=0.02, tb=0.04, tw=0.0)
     assert seen["timeout"] == 120.0
@@ -131,7 +131,7 @@ def test_button_with_failed_run_and_invalid_combo(monkeypatch):
     monkeypatch.setattr(rt, "run_schedule", boom)
     panel = _panel()
     panel.click()
-    panel.join(30)
+    panel.join(900)                                   # returns when the work ends
     assert "stuck ranks: 0, 1" in panel.result_message and panel.result is None
     assert panel.image.layout.display == "none"
     calls = []

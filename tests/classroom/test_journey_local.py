@@ -425,6 +425,9 @@ def idle_culler_stops_an_unused_server(hub: C.Hub, name: str, timeout: float = 9
                           timeout=600, env=hub.env)
     hub.stop()
     tls = start_with_tls(hub)
+    t0 = time.monotonic()        # the term's server gone with the old hub, before a new login
+    while singleuser_cmdlines(name) and time.monotonic() - t0 < timeout:
+        time.sleep(1)
     B.run_in_own_loop(lambda: log_in_and_leave(f"https://127.0.0.1:{PORT}", name), 1800)
     t0 = time.monotonic()
     while singleuser_cmdlines(name) and time.monotonic() - t0 < timeout:

@@ -24,9 +24,8 @@ import pytest
 import browser_util as B
 import classroom_browser as W
 import classroom_hub as C
-import slurm_cluster
 from netns_lan import SWITCH_ADDR
-from slurm_cluster import NODES, SlurmCluster
+from slurm_cluster import NODES
 
 pytestmark = pytest.mark.slow
 
@@ -69,13 +68,13 @@ def class_values(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def slurm_class():
-    reason = W.skip_reason() or C.skip_reason() or slurm_cluster.skip_reason()
+def slurm_class(slurm):
+    """The run's one Slurm (tests/conftest.py), a class and its hub on the cluster's switch;
+    the queue is left empty, as the other Slurm tests expect to find it."""
+    reason = W.skip_reason() or C.skip_reason()
     if reason:
         pytest.skip(reason)
-    t = time.monotonic()
-    cluster, hosts = SlurmCluster(cpus=4), None
-    print(f"\n  Slurm up (controller + 2 nodes): {time.monotonic() - t:.1f} s")
+    cluster, hosts = slurm, None
     try:
         hosts = node_hosts(cluster.lan.switch, cluster.lan)
         with C.class_set_up([STUDENT], [TEACHER], GRADER) as (_, folder):
@@ -91,10 +90,9 @@ def slurm_class():
                     hub.stop()
                 assert cluster.wait_queue_empty(60) == [], cluster.queue()
     finally:
-        cluster.close()
         if hosts:
             shutil.rmtree(hosts, ignore_errors=True)
-        assert not cluster.lan.left()
+        slurm.restore()
 
 
 PANEL = ("from pplab.canvases.runs import run_panel\n"

@@ -140,6 +140,7 @@ def test_import_graph_has_no_circle():
             visit(unit, [unit])
 
 
+@pytest.mark.slow
 def test_ground_floor_and_drawing_import_only_downward():
     graph = _unit_graph()
     assert "keys" not in graph, f"pplab/keys.py imports {sorted(graph['keys'])}: the floor"

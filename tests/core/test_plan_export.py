@@ -392,6 +392,7 @@ def test_torchtitan_reads_back_deepseek_v3_with_fsdp_for_zero1(tmp_path):
                                    etp=1, world_size=cfg.num_gpus)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:full scope is deprecated:UserWarning")   # Core's own default
 @pytest.mark.filterwarnings("error::UserWarning:megatron.core.transformer.transformer_config")
 def test_megatron_core_accepts_deepseek_v3_on_a_schedule_it_has():

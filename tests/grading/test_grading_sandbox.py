@@ -345,37 +345,47 @@ def _write(sub: Path, student: str, nb) -> Path:
     return path
 
 
-def _red_team_class(tmp_path: Path, port: int, canary: Path) -> Path:
+ATTACKS = {"frames": FRAMES, "copy_by_path": COPY_BY_PATH, "import_hook": IMPORT_HOOK,
+           "transformer": TRANSFORMER, "fork_bomb": FORK_BOMB, "memory_hog": MEMORY_HOG,
+           "loop": LOOP, "raises": RAISES, "flood": FLOOD, "disk_filler": DISK_FILLER,
+           "huge_number": HUGE_NUMBER}
+#: the attacks whose defence is the operating system's (limits, namespaces, file modes), so
+#: the grader's Unix user can change the outcome; the others are refused inside Python or by
+#: the grader's reading of results, the same whoever runs it
+OS_ATTACKS = ("fork_bomb", "memory_hog", "disk_filler")
+
+
+def _red_team_class(tmp_path: Path, port: int, canary: Path, whole: bool) -> Path:
+    """The red-team class: the honest student, the spy (who reads for the key, the canary and
+    classmates) and every attack when ``whole``, else only the ``OS_ATTACKS``."""
     sub = tmp_path / "submitted"
-    attacks = {"frames": FRAMES, "copy_by_path": COPY_BY_PATH, "import_hook": IMPORT_HOOK,
-               "transformer": TRANSFORMER, "fork_bomb": FORK_BOMB, "memory_hog": MEMORY_HOG,
-               "loop": LOOP, "raises": RAISES, "flood": FLOOD, "disk_filler": DISK_FILLER,
-               "huge_number": HUGE_NUMBER}
     honest = nbformat.read(SOLUTION, as_version=4)
     _write(sub, "honest", honest)
-    _write(sub, NEWLINE, honest)                # the job's spec must carry any name
-    for student, code in attacks.items():
-        nb = nbformat.read(SOLUTION, as_version=4)
-        _answer(nb, "task1", code)
-        _write(sub, student, nb)
-    forged = nbformat.read(SOLUTION, as_version=4)       # the grade cell itself, edited
-    _answer(forged, "task1", "pass")
-    cell = next(c for c in forged.cells if c.metadata.get("nbgrader", {}).get("grade_id")
-                == "task1")
-    cell.source = ('### BEGIN HIDDEN TESTS\ngrade("check_text_schedule", my_schedule, P=3, '
-                   'M=4)\n### END HIDDEN TESTS')
-    cell.metadata["nbgrader"]["points"] = 100
-    _write(sub, "forged_grade_cell", forged)
+    for student, code in ATTACKS.items():
+        if whole or student in OS_ATTACKS:
+            nb = nbformat.read(SOLUTION, as_version=4)
+            _answer(nb, "task1", code)
+            _write(sub, student, nb)
+    if whole:
+        _write(sub, NEWLINE, honest)                # the job's spec must carry any name
+        forged = nbformat.read(SOLUTION, as_version=4)       # the grade cell itself, edited
+        _answer(forged, "task1", "pass")
+        cell = next(c for c in forged.cells
+                    if c.metadata.get("nbgrader", {}).get("grade_id") == "task1")
+        cell.source = ('### BEGIN HIDDEN TESTS\ngrade("check_text_schedule", my_schedule, '
+                       'P=3, M=4)\n### END HIDDEN TESTS')
+        cell.metadata["nbgrader"]["points"] = 100
+        _write(sub, "forged_grade_cell", forged)
+        (sub / "not_json" / NAME).mkdir(parents=True)
+        (sub / "not_json" / NAME / f"{NAME}.ipynb").write_text("this is not a notebook {")
+        (sub / "symlink" / NAME).mkdir(parents=True)
+        (sub / "symlink" / NAME / f"{NAME}.ipynb").symlink_to(SOLUTION)
     classmates = sorted(str(p) for p in sub.rglob("*.ipynb"))
     spy = nbformat.read(SOLUTION, as_version=4)
     _answer(spy, "task1", _spy({"key": str(SOLUTION), "canary": str(canary),
                                 "submitted": str(sub), "classmates": classmates,
                                 "escape": str(tmp_path / "escaped.txt"), "port": port}))
     _write(sub, "aaa_spy", spy)                 # graded first
-    (sub / "not_json" / NAME).mkdir(parents=True)
-    (sub / "not_json" / NAME / f"{NAME}.ipynb").write_text("this is not a notebook {")
-    (sub / "symlink" / NAME).mkdir(parents=True)
-    (sub / "symlink" / NAME / f"{NAME}.ipynb").symlink_to(SOLUTION)
     return sub
 
 
@@ -404,17 +414,18 @@ def _outputs(out: Path, student: str) -> str:
 @pytest.mark.parametrize("who", ["this user", "an ordinary user"])
 def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path, who):
     """As the test's user and, when that is root, again as an ordinary user (``nobody``, in a
-    cgroup delegated to it: the set-up the docs recommend for a shared server)."""
+    cgroup delegated to it: the set-up the docs recommend for a shared server) with the
+    attacks whose outcome the Unix user can change: the limits' and the spy's."""
     why = sandbox.unavailable()
     if why:
         pytest.skip(why)
     if who == "this user":
-        _grade_red_team_class(tmp_path, None)
+        _grade_red_team_class(tmp_path, None, whole=True)
     elif os.geteuid() != 0:
         pytest.skip("the tests run as an ordinary user already: the case above is this one")
     else:
         with ordinary_user(delegate=True) as user:
-            _grade_red_team_class(user.home, user)
+            _grade_red_team_class(user.home, user, whole=False)
 
 
 #: seconds per cell: meant for the endless loop alone, never for an honest cell on a busy
@@ -423,7 +434,7 @@ def test_a_red_team_class_games_nothing_and_harms_no_one(tmp_path, who):
 CELL_TIMEOUT = "60"
 
 
-def _grade_red_team_class(tmp_path: Path, user) -> None:
+def _grade_red_team_class(tmp_path: Path, user, whole: bool) -> None:
     """Grade the red-team class in ``tmp_path``, as ``user`` (see test_sandbox_cgroups.py)
     or, when None, as the test's own user; then check every promise."""
     server = LoopbackServer()
@@ -431,7 +442,7 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
     canary = (user.home if user else Path.home()) / f".{secret}"
     canary.write_text(secret)
     try:
-        sub = _red_team_class(tmp_path, server.port, canary)
+        sub = _red_team_class(tmp_path, server.port, canary, whole)
         source = tmp_path / "source"
         (source / NAME).mkdir(parents=True)
         (source / NAME / f"{NAME}.ipynb").write_bytes(SOLUTION.read_bytes())
@@ -461,21 +472,10 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
     def page(student):
         return (fb / student / NAME / f"{NAME}.html").read_text()
 
-    for student in ("honest", NEWLINE):
-        assert [scores[(student, f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2], student
-    for student in ("frames", "copy_by_path", "import_hook", "transformer", "fork_bomb",
-                    "memory_hog", "loop", "raises", "flood", "aaa_spy", "not_json", "symlink",
-                    "forged_grade_cell", "huge_number"):
+    assert [scores[("honest", f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2]
+    for student in (*OS_ATTACKS, "aaa_spy"):
         assert scores[(student, "task1")] == 0, student
-    assert maxima[("forged_grade_cell", "task1")] == 2
-    # a cell that hangs or raises costs its own task only
-    for student in ("frames", "import_hook", "transformer", "aaa_spy", "loop", "raises",
-                    "flood", "huge_number"):
-        assert [scores[(student, f"task{i}")] for i in (2, 3, 4)] == [3, 3, 2], student
-    assert "a whole number of 5001 digits" in page("huge_number")
-    assert "bubble_of_total" in page("frames")
-    assert "derive it, not to call pplab.registry.make_schedule" in page("copy_by_path")
-    assert "bubble_of_total(" in page("import_hook") and "bubble_of_total(" in page("transformer")
+    assert [scores[("aaa_spy", f"task{i}")] for i in (2, 3, 4)] == [3, 3, 2]
     # stopped by a limit it names: its address space (MemoryError) as a rule, but on a busy
     # machine touching 3 GB may take its cell past --cell-timeout first, and where memory is
     # short the kernel's OOM killer may end it first (docs/teaching.md)
@@ -484,12 +484,28 @@ def _grade_red_team_class(tmp_path: Path, user) -> None:
     assert "fork refused after" in _outputs(out, "fork_bomb")
     filled = [ln for ln in _outputs(out, "disk_filler").splitlines() if ln.startswith("full")]
     assert len(filled) == 3 and all(int(ln.split()[2]) <= 512 for ln in filled), filled
-    assert "CellTimeoutError" in page("loop")
-    assert "RuntimeError" in page("raises") and "a student bug" in page("raises")
-    flood = page("flood")
-    assert len(flood) < 5_000_000 and "more characters of output dropped" in flood
-    assert "not JSON" in (fb / "not_json" / NAME / "not_graded.html").read_text()
-    assert "link" in (fb / "symlink" / NAME / "not_graded.html").read_text()
+    if whole:
+        assert [scores[(NEWLINE, f"task{i}")] for i in range(1, 5)] == [2, 3, 3, 2]
+        for student in ("frames", "copy_by_path", "import_hook", "transformer", "loop",
+                        "raises", "flood", "not_json", "symlink", "forged_grade_cell",
+                        "huge_number"):
+            assert scores[(student, "task1")] == 0, student
+        assert maxima[("forged_grade_cell", "task1")] == 2
+        # a cell that hangs or raises costs its own task only
+        for student in ("frames", "import_hook", "transformer", "loop", "raises", "flood",
+                        "huge_number"):
+            assert [scores[(student, f"task{i}")] for i in (2, 3, 4)] == [3, 3, 2], student
+        assert "a whole number of 5001 digits" in page("huge_number")
+        assert "bubble_of_total" in page("frames")
+        assert "derive it, not to call pplab.registry.make_schedule" in page("copy_by_path")
+        assert "bubble_of_total(" in page("import_hook")
+        assert "bubble_of_total(" in page("transformer")
+        assert "CellTimeoutError" in page("loop")
+        assert "RuntimeError" in page("raises") and "a student bug" in page("raises")
+        flood = page("flood")
+        assert len(flood) < 5_000_000 and "more characters of output dropped" in flood
+        assert "not JSON" in (fb / "not_json" / NAME / "not_graded.html").read_text()
+        assert "link" in (fb / "symlink" / NAME / "not_graded.html").read_text()
     spy = _outputs(out, "aaa_spy")
     for leak in (secret, "BEGIN SOLUTION", "HIDDEN TESTS", str(sub)):
         assert leak not in spy, leak

@@ -32,8 +32,9 @@ QUESTIONS = (
         options=(Option("Exactly 0: the same model sees the same data",
                         "The pipeline adds the microbatch gradients in another order, and float "
                         "addition is not associative."),
-                 Option("About 1e-7: the same sums, added in another order",
-                        "Float round-off, nothing more.", True),
+                 Option("A few times 1e-7: the same sums, added in another order",
+                        "Float round-off, nothing more: fp32 keeps about 7 significant "
+                        "digits.", True),
                  Option("About 1e-2: a pipeline only approximates the gradient",
                         "A pipeline that flushes before the optimizer step computes exactly the "
                         "full-batch gradient; 1e-2 would mean a bug."),

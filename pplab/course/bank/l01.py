@@ -56,13 +56,17 @@ QUESTIONS = (
                  Option("Every replica holds all parameters, gradients and optimizer states",
                         "Only ZeRO/FSDP shard them across the replicas.", True),
                  Option("The gradient all-reduce needs a second copy of every gradient",
-                        "A ring all-reduce works in place on buckets; it does not double the "
-                        "gradients."))),
+                        "PyTorch's DDP does keep one by default (its all-reduce buckets, "
+                        "unless gradient_as_bucket_view=True), but that copy is the same "
+                        "with 2 replicas or 64: it cannot be why more replicas save "
+                        "nothing."))),
     Question(
         "01.q-tp64", "quiz", "choice",
         "Why not TP = 64 across 8 nodes?",
         options=(Option("TP must be a power of two, and the heads would not divide evenly",
-                        "64 is a power of two, and 64 query heads divide by 64."),
+                        "No power of two is needed, and a model can be built with heads "
+                        "that split 64 ways (Llama 3 70B's 8 key/value heads do not); even "
+                        "then every layer's all-reduces would cross InfiniBand."),
                  Option("TP cannot exceed the number of layers a model has",
                         "That is pipeline parallelism's rule; TP splits each layer's matrices."),
                  Option("Its all-reduces sit on the critical path and would run over InfiniBand",

@@ -17,7 +17,7 @@ QUESTIONS = (
         "Naive pipeline with P = 8 ranks and one batch. What share of all rank-time is idle "
         "(in %)?",
         answer=lambda: bubble_pct("naive", 8, 1), unit="%", tol=0.01,
-        traps=((7 / 15 * 100, "7/15 is the CS336 lecture's (P−1)/(2P−1): it counts P + P − 1 "
+        traps=((7 / 15 * 100, "7/15 is the CS336 lesson page's (P−1)/(2P−1): it counts P + P − 1 "
                               "slots, but one rank is busy in only 2 of the 2P slots of a "
                               "step."),),
         explain="The step takes P·(tf + tb) and each rank works tf + tb of it: the idle share "
@@ -47,7 +47,7 @@ QUESTIONS = (
         "02.q-idle-p5", "quiz", "number",
         "Naive pipeline, P = 5: the idle share of rank-time, in %?",
         answer=80.0, unit="%", tol=0.01,
-        traps=((100 * 4 / 9, "That is (P−1)/(2P−1), the lecture's slip: use (P−1)/P."),),
+        traps=((100 * 4 / 9, "That is (P−1)/(2P−1), the CS336 page's slip: use (P−1)/P."),),
         hint="Each rank is busy tf + tb out of P·(tf + tb)."),
 )
 
@@ -73,7 +73,7 @@ def _naive_makespan() -> list:
 
 @_reveals("02.naive-idle-p8")
 def _naive_idle() -> str:
-    lines = [" P  simulated idle share   (P-1)/P   lecture's (P-1)/(2P-1)"]
+    lines = [" P  simulated idle share   (P-1)/P   the page's (P-1)/(2P-1)"]
     for P in (1, 2, 4, 8):
         idle = simulate(make_schedule("naive", P=P, M=1)).bubble_fraction
         assert abs(idle - (P - 1) / P) < 1e-12
@@ -82,7 +82,7 @@ def _naive_idle() -> str:
     lines += [
         "At any moment exactly one rank works: the step takes P·(tf + tb), and each rank is "
         "busy only tf + tb of it, so the idle share is (P−1)/P: 7/8 = 87.5% at P = 8.",
-        "The lecture's slip: the CS336 lecture notes derive the bubble of one microbatch as "
+        "The page's slip: the CS336 lesson page derives the bubble of one microbatch as "
         "(P−1)/(P+P−1) = (P−1)/(2P−1), \"7/15 = 47% at P = 8\". Their own general formula, "
         "(P−1)/(m+P−1), gives (P−1)/P at m = 1, as the simulator does. The slip counts 2P − 1 "
         "time slots, but there are as many backward slots as forward ones, and each rank is "

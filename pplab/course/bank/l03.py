@@ -33,8 +33,9 @@ QUESTIONS = (
         "You accumulate gradients over M = 4 microbatches but forget to scale each loss by 1/M. "
         "The accumulated gradient is…",
         options=(Option("the same: the optimizer's step normalises its size",
-                        "SGD and Adam's first step scale differently; the gradient itself is "
-                        "M times too large."),
+                        "The gradient itself is M times too large. Adam's update happens to "
+                        "be nearly blind to a constant factor (up to its ε), but an SGD "
+                        "step and gradient clipping by norm are not."),
                  Option("4 times the full-batch one: four sums, no mean",
                         "Four mean-loss gradients are summed instead of averaged.", True),
                  Option("a quarter of the full-batch one: each loss is too small",
@@ -51,7 +52,7 @@ QUESTIONS = (
         hint="(P−1)/(M+P−1)."),
     Question(
         "03.smallest-m", "quiz", "number",
-        "P = 8 (the CS336 lecture's 512-GPU example). What is the smallest M that brings the "
+        "P = 8 (the CS336 lesson page's 512-GPU example). What is the smallest M that brings the "
         "bubble ÷ total under 20%?",
         answer=lambda: smallest_M(8, 0.20), tol=0.0,
         traps=((32, "32 works (17.9%), but it is not the smallest."),
@@ -111,6 +112,9 @@ def _gpipe_bubble() -> list:
         f"(P − 1)(tf + tb) = {(P - 1) * (tf + tb)} on every rank whatever M is, while the "
         f"work, M·(tf + tb) = {M * (tf + tb)}, grows with M: idle ÷ total = (P − 1)/(M + P − 1) "
         f"= 3/9.",
+        "Divided by the work alone, the same idle time is (P − 1)/M = 3/6, the ÷ ideal "
+        "figure of Megatron-LM and the Ultra-Scale Playbook; it can exceed 100%, while ÷ "
+        "total, the GPipe paper's, cannot.",
         f"At P = {P} for other M, measured and by formula:",
         " M  makespan  idle÷total  (P-1)/(M+P-1)  idle÷ideal  (P-1)/M"]
     for m in (1, 2, 4, 8, 16, 32):

@@ -21,7 +21,7 @@ QUESTIONS = (
                         "microbatches exist."),
                  Option("4, 4, 4, 3, 2, 1", "Rank r starts P − r forwards before its first "
                         "backward comes back, and never more than M: min(P − r, M).", True),
-                 Option("1, 1, 1, 1, 1, 1", "\"One microbatch at a time\" (the CS336 lecture) "
+                 Option("1, 1, 1, 1, 1, 1", "\"One microbatch at a time\" (the CS336 lesson page) "
                         "holds only for the last rank.")),
         explain="Rank r holds min(P − r, M) microbatches at its peak."),
     Question(

@@ -26,8 +26,8 @@ QUESTIONS = (
         explain="2·M·(P·V − 1) = 2 · 8 · 7."),
     Question(
         "05.best-v", "predict", "choice",
-        "P = 4, M = 8, and every hop costs 0.25 (a forward chunk of one rank's full share costs "
-        "1). Which V gives the shortest step?",
+        "P = 4, M = 8, and every hop costs 0.25 (a forward through one rank's whole share of the "
+        "layers costs 1). Which V gives the shortest step?",
         options=(Option("V = 1: at this hop cost no interleaving pays off",
                         "The bubble saving still beats the hop cost at V = 2."),
                  Option("V = 2: beyond it the hops cost more than they save",
@@ -47,7 +47,7 @@ QUESTIONS = (
         "Compared with 1F1B, how much more activation memory does interleaving (V chunks) need "
         "on each rank, in stage-equivalents?",
         options=(Option("At least (P−1)/V more, on every rank",
-                        "Measured in section 4: each rank's warm-up runs further ahead in "
+                        "Measured in section 5: each rank's warm-up runs further ahead in "
                         "1/V-size chunks.", True),
                  Option("(P−1)/V more on rank 0, less on the rest",
                         "Rank 0 gains (P−1)/V, but the measurement shows every rank holds "

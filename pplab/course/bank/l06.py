@@ -50,7 +50,9 @@ QUESTIONS = (
                  Option("W is cheaper than I, so it fits into the gaps that are left",
                         "Their cost is not the reason; their consumers are."),
                  Option("I does not need the activations, so W must keep them anyway",
-                        "Both need activations: I the saved inputs' partners, W the inputs."))),
+                        "Both need stored activations: I those of the nonlinear ops (GeLU, "
+                        "softmax, LayerNorm), W each linear layer's input. Their consumers, "
+                        "not their inputs, decide."))),
     Question(
         "06.q-dualpipe-cost", "quiz", "choice",
         "What does DualPipe pay for its small bubble (DeepSeek-V3, Table 2)?",
@@ -88,12 +90,39 @@ def _zbh1() -> str:
     assert split == [(P - r, r) for r in range(P)]
     lines.append(f"ZB-H1 (whole microbatches, pending Ws) at each rank's peak: {split}")
     why = ("Zero Bubble's Table 2 gives ZB-H1's idle time as (P−1)(tf + tb − 2tw) (written "
-           "there as (P−1)(T_F + T_B − T_W) with T_B the input-gradient part only), valid while "
-           "tw ≤ tf and tw ≤ tI: with tw = 1 of tb = 2, a third of 1F1B's. To fill the "
+           "there as (P−1)(T_F + T_B − T_W) with T_B the input-gradient part only); the "
+           "simulation matches it exactly while tw ≤ tf and tw ≤ tI. With tw = 1 of tb = 2 it "
+           "is a third of 1F1B's. To fill the "
            "cool-down, ZB-H1 lets rank r postpone up to r of its Ws.")
     from ...draw import draw_timeline
     return ["\n".join(lines), why,
-            draw_timeline(simulate(make_schedule("zb-h1", P, 8), Costs(tf=1, tb=2, tw=1)))]
+            draw_timeline(simulate(make_schedule("zb-h1", P, 8), Costs(tf=1, tb=2, tw=1))),
+            _pending_w_bytes()]
+
+
+def _pending_w_bytes() -> str:
+    """What a pending W keeps, in bytes for GPT-3 175B's layer shapes (P = 8, no recomputation)."""
+    from ...memory.accounting import peak_split
+    from ...memory.activations import layer_activation_bytes, layer_w_pending_bytes
+    s, b, h, a, P = 2048, 1, 12288, 96, 8
+    MB, MW = layer_activation_bytes(s, b, h, a), layer_w_pending_bytes(s, b, h)
+    peaks = peak_split(make_schedule("zb-h1", P, 4 * P), dict.fromkeys(range(P), MB),
+                       dict.fromkeys(range(P), MW))
+    assert all(abs(p - ((P - r) * MB + r * MW)) < 1 for r, (p, _, _) in enumerate(peaks))
+    return "\n".join([
+        "What a pending W keeps: only what the weight gradients need, each linear layer's input "
+        "and output gradient, Zero Bubble's M_W = 32·s·b·h bytes per layer (its Table 1), "
+        "against M_B = s·b·(34h + 5·a·s) for a whole microbatch (Korthikanti et al. 2022, "
+        "§4.1). So worker i (counted from 1) holds (P − i + 1)·M_B + (i − 1)·M_W. For GPT-3 "
+        f"175B's layer shapes (s = {s}, h = {h}, a = {a}, no recomputation) at P = {P}:",
+        f"M_B = {MB / 1e6:.0f} MB, M_W = {MW / 1e6:.0f} MB per layer ({MW / MB:.2f} M_B)",
+        f"ZB-H1 peak per rank, in M_B: {[round(p / MB, 2) for p, _, _ in peaks]}",
+        f"The last rank goes from 1 M_B under 1F1B to about {peaks[-1][0] / MB:.0f}, not to "
+        f"P = {P}; rank 0 still holds P whole microbatches and stays the activation peak. How "
+        "much a pending W saves depends on what a whole microbatch keeps: with selective "
+        "recomputation M_B drops to 34·s·b·h while M_W stays 32·s·b·h, so pending Ws cost "
+        "almost as much as whole microbatches. Which rank then needs the most memory, with the "
+        "output layer and the fp32 logits on the last one, is a question lesson 07 asks."])
 
 
 @_reveals("06.dualpipe-m")
@@ -107,9 +136,17 @@ def _dualpipe_m() -> str:
                          f"   {(P - 1) / (2 * M):9.1%}")
             assert tl.makespan - 3 * M == (P // 2 - 1) * (3 + 2 - 3)
     lines.append("The idle time per rank is constant in M: DualPipe's bubble does not shrink with "
-                 "M. It is a fixed (P/2−1)(F&B + B − 3W) per step (DeepSeek-V3, Table 2), like "
+                 "M. It is a fixed (P/2−1)(F&B + B − 3W) per step (DeepSeek-V3, Table 2; its "
+                 "§3.2.1 notes that neither the bubbles nor the activations grow with M), like "
                  "every flushed schedule's fill and drain; percentages fall only because the "
                  "denominator grows.")
+    P, M = 8, 32
+    tl = simulate(make_schedule("dualpipe", P, M), Costs(tf=1, tb=2, tw=1, tfb=3))
+    lines.append(f"The article Pipeline Parallelism: From GPipe to DualPipe — Eliminating the "
+                 f"Bubble gives DualPipe's bubble as (P−1)/(2M): not DeepSeek's formula, and it "
+                 f"matches neither denominator. At P = {P}, M = {M} it says "
+                 f"{(P - 1) / (2 * M):.1%}; measured, the idle time is {tl.bubble_fraction:.1%} "
+                 f"of the total and {tl.bubble_ratio:.1%} of the ideal.")
     from ...draw import draw_timeline
     return ["\n".join(lines), draw_timeline(simulate(make_schedule("dualpipe", 4, 8),
                                                      Costs(tf=1, tb=2, tw=1, tfb=3)))]

@@ -9,7 +9,7 @@ QUESTIONS = (
         "states over the GPUs. GB of model states per GPU?",
         answer=lambda: sum(model_states_bytes(70e9, 64, 1)) / 1e9, unit="GB",
         source="the ZeRO paper's formula",
-        traps=((230, "~230 GB is the CS336 lecture's figure; parameters and gradients (4Ψ = "
+        traps=((230, "~230 GB is the CS336 page's figure; parameters and gradients (4Ψ = "
                      "280 GB) stay whole under ZeRO-1."),
                (17.5, "17.5 GB is ZeRO-3 / FSDP, which shards everything.")),
         explain="4Ψ + 12Ψ/N_d: the bf16 weights and gradients stay on every GPU; only the "
@@ -88,7 +88,7 @@ def _zero1_70b() -> str:
              "  3 (= FSDP)    + parameters        16Ψ/N_d", ""]
     return "\n".join(table +
         [f"ZeRO-{z}: {per[z]:6.1f} GB   (lecture: {claims[z]})" for z in (1, 2, 3)] +
-        ["The CS336 lecture's 70B table, checked: ZeRO-1 is "
+        ["The CS336 page's 70B table, checked: ZeRO-1 is "
          f"{per[1]:.1f} GB, not ~230 GB, because 4Ψ = {4 * psi / GB:.0f} GB stays on every GPU "
          f"(the bf16 parameters and gradients are not sharded); ZeRO-2 is {per[2]:.1f} GB, "
          f"close to the lecture's ~160; FSDP's {per[3]:.1f} GB is right. Only stage 3 gets a "

@@ -48,7 +48,7 @@ QUESTIONS = (
         "08.q-tp-not", "quiz", "choice",
         "Which part of a layer's activations does TP alone not divide?",
         options=(Option("LayerNorm inputs, dropout masks, QKV and first-MLP matmul inputs",
-                        "10·s·b·h (4 + 2 + 4, Korthikanti et al. §4.2.1), whole on every TP "
+                        "10·s·b·h (4 + 2 + 4, Korthikanti et al. §4.2.1–4.2.2), whole on every TP "
                         "rank; sequence parallelism splits them along the sequence.", True),
                  Option("The attention scores and softmax outputs of each rank's heads",
                         "TP splits the heads, so the scores too."),

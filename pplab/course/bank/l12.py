@@ -57,8 +57,10 @@ QUESTIONS = (
                         "Only with reshard_after_forward=False: by default each forward frees "
                         "the parameters and the next backward gathers them again."),
                  Option("M all-gathers and one reduce-scatter",
-                        "The forwards of the warm-up in a row gather once, then each "
-                        "steady-state backward gathers again: M + 1 in all."))),
+                        "Each forward frees what it gathered, so every warm-up forward and "
+                        "the first steady-state forward gather (w + 1 of them after w warm-up "
+                        "forwards), then each of the M − w backwards that follow a forward: "
+                        "M + 1 in all."))),
     Question(
         "12.q-loss", "quiz", "choice",
         "With PP, why must the training loop broadcast the loss before logging it?",

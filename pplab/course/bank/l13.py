@@ -83,9 +83,10 @@ QUESTIONS = (
                     "from both ends."),
                (51, "Close, but DualPipe's bidirectional fill still saves a little over ZB-H1."),
                (57, "57 is 1F1B: DualPipe keeps its split backward and its two directions.")),
-        explain="DualPipe's bubble, (P/2 − 1)(F&B + B − 3W), grows with the pair's cost F&B, "
-                "and so does every steady-state pair: without the overlap DualPipe keeps about "
-                "one time unit over ZB-H1, for twice the parameters."),
+        explain="DualPipe's bubble, (P/2 − 1)(F&B + B − 3W) in DeepSeek-V3's Table 2 (B the "
+                "whole backward, tb here; W the weight pass, tw), grows with the pair's cost F&B, "
+                "and so does every steady-state pair: without the overlap DualPipe is about "
+                "one time unit shorter than ZB-H1, for twice the parameters."),
     Question(
         "13.q-half-budget", "quiz", "choice",
         "P = 8: you can afford half of 1F1B's peak activations per rank. Which built-in fits "
@@ -189,8 +190,8 @@ def _dualpipe_tfb() -> str:
     return "\n".join([
         f"P = {P}, M = {M}, tf = 1, tb = 2, tw = 1, no all-to-all, F&B = tf + tb = 3:",
         f"  DualPipe {tls['dualpipe'].makespan:g} = M·(tf + tb) + (P/2 − 1)(F&B + B − 3W) = "
-        f"{busy} + {(P // 2 - 1) * 2}  (DeepSeek-V3, Table 2)",
+        f"{busy} + {(P // 2 - 1) * 2}  (DeepSeek-V3, Table 2; B = tb, W = tw)",
         f"  ZB-H1    {tls['zb-h1'].makespan:g} = M·(tf + tb) + (P − 1)(tf + tb − 2tw) = {busy} + 3",
         f"  1F1B     {tls['1f1b'].makespan:g}",
-        "With nothing to hide DualPipe keeps one time unit over ZB-H1, for two copies of the "
-        "parameters."])
+        "With nothing to hide DualPipe is one time unit shorter than ZB-H1, for two copies of "
+        "the parameters."])
