@@ -71,7 +71,8 @@ class RunColumns(NamedTuple):
     (so its starts never decrease);
     op ``i`` (key ``keys[i]``) ran on ``rank[i]`` from ``start[i]`` to ``end[i]``;
     ``bounds[r]`` .. ``bounds[r + 1] - 1`` are rank r's ops; ``order`` lists the op numbers in
-    the order the events read (the reference simulator's, or the order a run was recorded in)."""
+    the order the events read (the reference simulator's, or the order a run was recorded in).
+    Read-only by contract: the simulator hands over its own lists rather than pay for copies."""
     order: Sequence[int]
     rank: Sequence[int]
     start: Sequence[float]
