@@ -98,10 +98,10 @@ def columns_of_events(num_ranks: int, events: Iterable[Event]) -> RunColumns:
     for i, j in enumerate(taken):
         position[j] = i
     picked = [events[j] for j in taken]
-    return RunColumns(order=tuple(position), rank=tuple(e.rank for e in picked),
-                      start=tuple(e.start for e in picked), end=tuple(e.end for e in picked),
-                      bounds=tuple(accumulate(map(len, per_rank), initial=0)),
-                      keys=tuple(op_key(e.op) for e in picked))
+    return RunColumns(order=position, rank=[e.rank for e in picked],
+                      start=[e.start for e in picked], end=[e.end for e in picked],
+                      bounds=list(accumulate(map(len, per_rank), initial=0)),
+                      keys=[op_key(e.op) for e in picked])
 
 
 class Events(Sequence):
@@ -380,8 +380,8 @@ class Timeline:
     def shifted(self, offset: float) -> "Timeline":
         """A copy with every op and transfer moved by ``offset`` (measured steps start at 0)."""
         c = self.columns
-        moved = c._replace(start=tuple(s + offset for s in c.start),
-                           end=tuple(e + offset for e in c.end))
+        moved = c._replace(start=[s + offset for s in c.start],
+                           end=[e + offset for e in c.end])
         xfers = tuple(t._replace(start=t.start + offset, end=t.end + offset)
                       for t in self.transfers)
         return replace(self, columns=moved, meta=dict(self.meta), transfers=xfers)
