@@ -3,10 +3,12 @@
 Host i gets 10.77.0.{i+1}; the switch namespace holding the bridge gets 10.77.0.254 (the
 Slurm controller's address). Every address lives only inside namespaces created here, and
 ``Lan.close`` kills what runs in them and deletes them. Names carry the test's pid, so a run
-that was killed leaves names that the next run recognises and removes.
+that was killed leaves names that the next run recognises and removes, and a number per LAN,
+so two LANs of one run (the run's Slurm and two bare hosts) can be up at once.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -15,6 +17,7 @@ import subprocess
 import time
 
 SWITCH_ADDR = "10.77.0.254"
+_LANS = itertools.count()
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -38,7 +41,7 @@ def skip_reason() -> str | None:
 def remove_stale() -> None:
     """Delete namespaces left by earlier test runs whose process is gone."""
     for line in _ip("netns", "list", check=False).stdout.splitlines():
-        m = re.match(r"(ppl(\d+)-\S+)", line)
+        m = re.match(r"(ppl(\d+)(?:x\d+)?-\S+)", line)
         if m and not os.path.exists(f"/proc/{m.group(2)}"):
             Lan.kill_all(m.group(1))
             _ip("netns", "del", m.group(1), check=False)
@@ -48,7 +51,7 @@ class Lan:
     """``Lan(["n0", "n1"])``: host namespaces on a bridge; ``lan.ns["n0"]``, ``lan.addr["n0"]``."""
 
     def __init__(self, hosts: list[str]):
-        tag = f"ppl{os.getpid()}"
+        tag = f"ppl{os.getpid()}x{next(_LANS)}"
         self.switch = f"{tag}-sw"
         self.ns = {h: f"{tag}-{h}" for h in hosts}
         self.addr = {h: f"10.77.0.{i + 1}" for i, h in enumerate(hosts)}

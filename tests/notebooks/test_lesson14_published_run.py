@@ -15,7 +15,10 @@ LO, HI = pr.TABLE4[0], pr.TABLE4[1]
 
 @pytest.fixture(scope="module")
 def text() -> str:
-    return "\n".join(c.source for c in nbformat.read(NB, as_version=4).cells)
+    """The notebook's words and section 4's reading of the CS336 page, which its quiz reveals."""
+    from pplab.course.reveals import measurement_text
+    cells = nbformat.read(NB, as_version=4).cells
+    return "\n".join(c.source for c in cells) + "\n" + measurement_text("14.q-coincidence")
 
 
 def test_settled_bubble_figures(text):

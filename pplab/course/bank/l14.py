@@ -36,8 +36,8 @@ QUESTIONS = (
     Question(
         "14.denominators", "predict", "choice",
         "P = 16 ranks, V = 8 chunks per rank, the 8,192-GPU row's M (section 1), all chunks "
-        "equal. Stanford CS336's "
-        "Lecture 8 notes give 405B's bubble as 10.5% in one place and 19% in another. What do "
+        "equal. The CS336 lesson page gives 405B's bubble as 10.5% in one place and 19% in "
+        "another. What do "
         "the two denominators give?",
         options=(Option("Both near 6%, idle ÷ busy the larger of the two",
                         "15/256 of the busy time, 15/271 of the total.", True),
@@ -258,6 +258,44 @@ def _grad_gb() -> str:
         "prints neither its per-layer bytes nor when it reduces, so the lesson keeps both. "
         f"Full recomputation, which the paper did not need, would bring it to {full:.0f} GB."]
     return "\n".join(lines)
+
+
+@_reveals("14.q-coincidence")
+def _coincidence() -> str:
+    """Section 4's reading of the CS336 page's figures, claim by claim, once the quiz is
+    answered: its closing numbers are the bubble question's answers."""
+    from ...memory.published_run import TABLE4, bubble
+    lo, hi = TABLE4[0], TABLE4[1]
+    eq = {r.gpus: bubble(16, r.batch_per_dp, 8, uneven=False) for r in (lo, hi)}
+    ll = {r.gpus: bubble(16, r.batch_per_dp, 8) for r in (lo, hi)}
+    assert abs(eq[hi.gpus]["fraction"] - 15 / 143) < 1e-12     # the page's 15/143, by chance
+    pct = lambda d, k: f"{d[k]:.1%}"                          # noqa: E731
+    return "\n".join([
+        "What went wrong, claim by claim:",
+        f"* GPUs and DP: no row has DP = 16: 405B ran on {lo.gpus:,} GPUs (DP {lo.dp}) and "
+        f"{hi.gpus:,} (DP {hi.dp}, or DP 8 with CP 16 for 131,072-token sequences).",
+        f"* Batch: 16M tokens per step is {lo.sequences:,} sequences of 8,192, not 16,384 "
+        "(that would be 134M tokens).",
+        f"* Microbatches: per pipeline it is batch/DP, {lo.batch_per_dp} or "
+        f"{hi.batch_per_dp} with one sequence each. The page's 128 is the right "
+        f"{lo.sequences:,} sequences over its wrong DP of 16; its 64 matches no row.",
+        "* Formula: (P−1)/(M+P−1) is GPipe's and 1F1B's, for V = 1. Llama 3 interleaves, and "
+        f"with V = 8 its bubble is 15/(8·M): {pct(eq[lo.gpus], 'ratio')} of the busy time at "
+        f"{lo.gpus:,} GPUs, {pct(eq[hi.gpus], 'ratio')} at {hi.gpus:,} (÷ total "
+        f"{pct(eq[lo.gpus], 'fraction')} and {pct(eq[hi.gpus], 'fraction')}). The 15/143 "
+        f"equals the {hi.gpus:,}-GPU row's ÷ total figure only because 8 × 16 = 128 as well; "
+        "15/79 would need V·M = 64.",
+        "* MFU: 38% is the long-context row (CP 16, 131,072 tokens); the 8,192-token rows "
+        "report 43% and 41%. Section 7 works out what the bubble costs in MFU.",
+        "* The article Pipeline Parallelism: From GPipe to DualPipe tabulates GPipe's bubble; "
+        "its row P = 16, M = 128 gives the same 10.5%, right for GPipe. It says nothing about "
+        "405B's schedule.",
+        f"So 405B's bubble is {pct(eq[lo.gpus], 'ratio')} of the busy time "
+        f"({pct(eq[lo.gpus], 'fraction')} of the total) at {lo.gpus:,} GPUs, "
+        f"{pct(eq[hi.gpus], 'ratio')} ({pct(eq[hi.gpus], 'fraction')}) at {hi.gpus:,}, with "
+        "V = 8 and one sequence per microbatch; Llama 3's lighter ends move the simulated "
+        f"values to {pct(ll[lo.gpus], 'ratio')} ({pct(ll[lo.gpus], 'fraction')}) and "
+        f"{pct(ll[hi.gpus], 'ratio')} ({pct(ll[hi.gpus], 'fraction')})."])
 
 
 @_reveals("14.mfu-bubble")
