@@ -15,6 +15,8 @@ import subprocess
 from importlib.util import find_spec
 from pathlib import Path
 
+import pytest
+
 import classroom_hub as C
 import test_journey_local as local
 import test_kit as kit
@@ -160,6 +162,7 @@ def test_every_command_shown_is_tested_or_checked():
     assert "test: $(STAMP)" in (ROOT / "Makefile").read_text()      # make test makes the venv
 
 
+@pytest.mark.slow
 def test_the_command_check_can_fail():
     targets = make_targets()
     for cmd in ("pplab run --no-such-flag", "pplab classroom down", "nbgrader publish",

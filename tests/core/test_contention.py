@@ -42,6 +42,7 @@ def test_two_ops_on_one_core_each_run_at_half_speed():
         make_schedule("gpipe", 2, 2), tf=1.0, tb=2.0).events))  # one core never idles here
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["1f1b", "interleaved", "zbv", "dualpipev", "v-min"])
 @pytest.mark.parametrize("cores", [1, 1.5, 2, 3])
 def test_processor_sharing_conserves_work(name, cores):

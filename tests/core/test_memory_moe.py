@@ -74,6 +74,7 @@ def test_ep_all_to_all_bytes_and_where_they_hide():
     assert estimate(model, f1b, hw)["tf"] > 1.5 * estimate(model, f1b.with_(ep=1), hw)["tf"]
 
 
+@pytest.mark.slow
 def test_published_throughput_is_reproduced_within_15_percent():
     assert DEEPSEEK_TOKENS_PER_GPU_S == pytest.approx(1543.2, abs=0.1)   # 1T / 180K GPU-h
     from pplab.memory.published_runs import fitted_efficiency

@@ -13,7 +13,8 @@ import pytest
 
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+pytestmark = [pytest.mark.slow,      # real processes, about 2 s in all
+              pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")]
 
 
 def _runner(streams: dict, tmp_path: Path) -> subprocess.Popen:

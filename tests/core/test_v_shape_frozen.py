@@ -55,6 +55,7 @@ def test_frozen_file_covers_every_case(frozen):
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("P", [*range(1, 12), *(pytest.param(P, marks=pytest.mark.slow)
                                                 for P in range(12, 17))])
+@pytest.mark.slow
 def test_small_schedules_unchanged(frozen, name, P):
     """Every M at each P (P 12..16, the costliest to build, in the slow tier)."""
     changed = [key(name, P, M) for p, M in small_cases() if p == P

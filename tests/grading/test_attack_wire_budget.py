@@ -50,6 +50,7 @@ ATTACKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", list(ATTACKS), ids=list(ATTACKS))
 def test_a_costly_answer_is_refused_before_it_is_built(attack):
     report = _bounded(f"""

@@ -70,6 +70,7 @@ def test_the_gradient_choice_is_stated_with_its_arithmetic(memory_reveal):
            f"{lo_once['dp_bytes'] / 1e9:.1f}" in memory_reveal
 
 
+@pytest.mark.slow
 def test_torch_pipelining_reduces_fsdp_gradients_once_a_step(memory_reveal):
     """The account's claim about torch, read back from torch's own code: every microbatch's
     backward runs with FSDP's gradient sync off; the reduce comes once, after the last."""

@@ -3,6 +3,7 @@ statement; these checks keep the wrong statements from coming back."""
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from tests.helpers.lesson_text import lesson_text
 
@@ -79,11 +80,11 @@ def test_lesson09_bubble_names_its_denominator_and_parts():
     assert "schedule 46.7% ÷ total / 87.5% ÷ ideal" in out and "bubble 55.2%" not in out
 
 
+@pytest.mark.slow
 def test_torch_last_stage_keeps_every_output_by_default():
     """Lesson 11's claim about torch, checked against torch's own code."""
     import inspect
 
-    import pytest
     pytest.importorskip("torch.distributed.pipelining")
     from torch.distributed.pipelining import schedules, stage
     assert inspect.signature(schedules.Schedule1F1B.step).parameters["return_outputs"].default
@@ -130,7 +131,6 @@ def test_fsdp2_under_torch_pipelining_gathers_m_plus_1_times():
 def test_torch_stage_turns_off_resharding_and_sync_until_the_last_backward():
     import inspect
 
-    import pytest
     pytest.importorskip("torch.distributed.pipelining")
     from torch.distributed.pipelining import stage
     back = inspect.getsource(stage._PipelineStageBase.backward_maybe_with_nosync)
@@ -139,9 +139,8 @@ def test_torch_stage_turns_off_resharding_and_sync_until_the_last_backward():
     assert "set_requires_gradient_sync(True)" in last
 
 
-@__import__("pytest").mark.slow
+@pytest.mark.slow
 def test_fsdp2_pp_collectives_counted_on_a_real_two_process_run():
-    import pytest
     pytest.importorskip("torch.distributed.fsdp")
     from pplab.memory.fsdp_pp import fsdp_pp_collectives
     from pplab.runtime.fsdp_pp_probe import count_fsdp_pp_collectives
