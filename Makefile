@@ -12,12 +12,15 @@ STAMP   = $(VENV)/.installed
 
 .PHONY: lab test test-fast bench bench-tests bench-runtime bench-calibration bench-browser site clean
 
+# pplab's bytecode is compiled here, as pip does for an installed package, not by each test
+# worker at once on the first run
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH)"
 	$(PY) -m pip install --quiet -e ".[dev]"
 	$(PY) -m pip install --quiet --no-deps $(EXPORT_TOOLS)
+	$(PY) -m compileall -q pplab
 	touch $(STAMP)
 
 ROOTFLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
