@@ -106,21 +106,3 @@ def draw_tp_split(t: int = 8):
     ax.set_title("What one GPT-style layer keeps per rank, tensor by tensor", fontsize=9)
     fig.subplots_adjust(left=0.16, bottom=0.17)
     return fig
-
-
-def remat_table(label: str, layers: int, layer_bytes: float, input_bytes: float,
-                Ms=(1, 4, 8, 16, 32)) -> str:
-    """GPipe's peak activation bytes on one rank in GB, three ways, for several M: keep
-    every layer's activations, re-materialize per stage (GPipe §2.3: the M stage inputs plus
-    one microbatch's activations through the stage's layers while it is re-run), or
-    checkpoint every layer (M inputs per layer plus one layer's activations)."""
-    from ..memory.remat import REMAT_MODES, gpipe_peak_activation_bytes
-    GB = 1e9
-    lines = [f"{label}: {layer_bytes / GB:.3f} GB per layer and microbatch, a layer input "
-             f"{input_bytes / GB:.3f} GB, {layers} layers on the rank",
-             "   M   keep all   GPipe re-mat (per stage)   re-mat per layer"]
-    for M in Ms:
-        keep, stage, each = (gpipe_peak_activation_bytes(M, layers, layer_bytes, input_bytes,
-                                                         mode) for mode in REMAT_MODES)
-        lines.append(f"  {M:2d} {keep / GB:8.2f} GB {stage / GB:17.2f} GB {each / GB:18.2f} GB")
-    return "\n".join(lines)
