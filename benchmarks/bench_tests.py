@@ -56,9 +56,9 @@ def slow_tier() -> tuple[float, dict[str, int], dict[str, float]]:
             sys.exit(f"the slow tier failed (exit {r.returncode})")
         per_test, counts = {}, {"tests": 0, "cells": 0, "seconds": {}}
         for report in Path(tmp).glob("*.xml"):
-            suite = ET.parse(report).find("testsuite")
-            counts["seconds"][report.stem] = float(suite.get("time", 0))
-            cases = list(ET.parse(report).iter("testcase"))
+            tree = ET.parse(report)
+            counts["seconds"][report.stem] = float(tree.find("testsuite").get("time", 0))
+            cases = list(tree.iter("testcase"))
             counts["cells" if report.name == "compute-1.xml" else "tests"] += sum(
                 c.find("skipped") is None for c in cases)
             per_test.update({f"{c.get('classname', '')}::{c.get('name', '')}":
