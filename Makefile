@@ -9,6 +9,10 @@ PY      = $(VENV)/bin/python
 # own config code, which needs none of their training stacks (--no-deps: no triton, datasets)
 EXPORT_TOOLS = torchtitan==0.2.2 megatron-core==0.16.1
 STAMP   = $(VENV)/.installed
+# pytest keeps each test module's assertion-rewritten bytecode in __pycache__ unless
+# PYTHONDONTWRITEBYTECODE is set (as many containers set it); then every test worker re-parses
+# all the test files, about 5 s of make test-fast's 24
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: lab test test-fast bench bench-tests bench-runtime bench-calibration bench-browser site clean
 

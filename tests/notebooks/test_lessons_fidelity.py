@@ -128,6 +128,7 @@ def test_fsdp2_under_torch_pipelining_gathers_m_plus_1_times():
     assert "2 * 8" not in _text("12") and "perform_reduce_grad" in _text("12")
 
 
+@pytest.mark.slow     # importing torch.distributed.pipelining takes a second
 def test_torch_stage_turns_off_resharding_and_sync_until_the_last_backward():
     import inspect
 
