@@ -119,4 +119,4 @@ def test_the_canvas_notice(text):
     assert 0.45 < pr.bubble(16, 16, 1)["fraction"] < 0.55
     assert 0.3 < pr.bubble(16, 32, 1)["fraction"] < 0.36
     assert "only V = 1 fits, at every M, with a bubble of about half the step at M = 16 and a " \
-           "third at M = 32" in " ".join(text.split())
+           "third at twice that M" in " ".join(text.split())

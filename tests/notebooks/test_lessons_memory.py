@@ -72,4 +72,6 @@ def test_seed_corrections_are_stated_in_the_text():
     assert "293.1" not in md["07_where_memory_goes.ipynb"]
     assert "80 layers" in md["07_where_memory_goes.ipynb"]
     assert "min(P − r, M)" in md["07_where_memory_goes.ipynb"]
-    assert "10/23 = 43%" in md["08_activations_sp_recompute.ipynb"]
+    assert "selective 43.5% less, the attention term 10 of 23·s·b·h" in \
+        measurement_text("08.selective")
+    assert "70%" not in md["08_activations_sp_recompute.ipynb"]

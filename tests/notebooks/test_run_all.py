@@ -6,7 +6,9 @@ output's text and HTML, figures' titles and labels, printed tables, every widget
 (canvas messages and pictures, sliders, measurement areas). With every question still open,
 none of its answer forms (tests/helpers/answer_forms.py) may appear in any output or widget
 anywhere in the lesson, nor in the text around it: the cells above it and those right
-under it, up to the next question or section heading (## or #). Then every guess is committed through the
+under it, up to the next question or section heading (## or #). Further down, where a later
+section may go on to derive its formula, the text may not state its result: its value, its
+right option or its key words. Then every guess is committed through the
 widget's own button: a prediction's feedback gives the answer, and a question with a
 measurement shows it once, in its own area and nowhere else.
 
@@ -31,6 +33,9 @@ NOTEBOOKS = {p.name[:2]: p for p in sorted((ROOT / "notebooks").glob("[01][0-9]_
 #: a section's own heading ends what is read with its question; a sub-heading (###) does not:
 #: the subsection's text stands beside the question on the page
 SECTION = re.compile(r"\s*#{1,2}\s")
+#: the forms a later section may write below an open question: it derives the formula the
+#: student is asked to guess the result of; the result itself waits for the guess
+DERIVED_BELOW = {"closed form", "rule"}
 
 
 
@@ -39,24 +44,27 @@ def _known(run):
     return [(c.cell, get(c.qid)) for c in run.commits]
 
 
-def _read_with(run, cell: int) -> list:
+def _read_with(run, cell: int) -> tuple[list, list]:
     """What a student reads with the question at ``cell`` while it is open: every output
     and widget of the lesson (Run All made them all) but the question's own (its widget, and
     the text form of it that the cell's output holds), and the
-    text above it and right under it (up to the next question or section heading)."""
+    text above it and right under it (up to the next question or section heading); and,
+    apart, the text further down the page."""
     asked_cells = sorted({c.cell for c in run.commits})
     nxt = next((c for c in asked_cells if c > cell), None)
     heading = next((s.cell for s in run.page if s.cell > cell and s.kind == "markdown"
                     and SECTION.match(s.text)), None)
     until = min(c for c in (nxt, heading, 10**9) if c is not None)
-    out = []
+    near, below = [], []
     for s in run.page:
         if s.kind in ("output", "widgets"):
             if s.cell != cell:          # the question's own cell shows only its widget
-                out.append(s)
+                near.append(s)
         elif s.cell < until and s.cell != cell:
-            out.append(s)
-    return out
+            near.append(s)
+        elif s.cell >= until:
+            below.append(s)
+    return near, below
 
 
 def page_leaks(lesson: str) -> list[str]:
@@ -64,15 +72,26 @@ def page_leaks(lesson: str) -> list[str]:
     found = []
     for cell, q in _known(run):
         forms = answer_forms(q)
-        for s in _read_with(run, cell):
-            for form in forms:
-                passage = form.find(s.text)
-                if passage:
-                    found.append(f"{q.id}: {form.what} {form.text!r} in {s.where}: …{passage}…")
+        near, below = _read_with(run, cell)
+        for s in near:
+            found += _hits(q, forms, s)
             if q.mode == "predict":
                 found += [f"{q.id}: closed form at a shown setting in {s.where}: {hit}"
                           for hit in shown_settings_hits(forms, s.text)]
+        results = [f for f in forms if f.what not in DERIVED_BELOW]
+        for s in below:
+            found += _hits(q, results, s)
     return found
+
+
+def _hits(q, forms, s) -> list[str]:
+    """Where the seen chunk ``s`` holds one of ``forms`` of the answer to ``q``."""
+    out = []
+    for form in forms:
+        passage = form.find(s.text)
+        if passage:
+            out.append(f"{q.id}: {form.what} {form.text!r} in {s.where}: …{passage}…")
+    return out
 
 
 @pytest.mark.slow

@@ -99,6 +99,10 @@ def _selective() -> str:
              f"FLOPs (pplab count)" for rc, byts, extra in rows]
     kor = (s / (6 * h)) / (1 + s / (6 * h) + v / (12 * L * h))
     lines.append(f"Korthikanti's selective overhead (s/6h)/(1 + s/6h + v/12Lh) = {kor:.1%}")
+    _, no_sp = recompute_rows("gpt3-175b", tp=8, sp="off")
+    lines.append(f"without SP (TP 8): selective {1 - no_sp[1][1] / no_sp[0][1]:.1%} less, the "
+                 f"attention term 10 of 23·s·b·h (the replicated 10·s·b·h stays)")
     assert abs(1 - rows[1][1] / none - 80 / 114) < 1e-9
     assert abs(1 - rows[2][1] / none - (1 - 2 / 14.25)) < 1e-9
+    assert abs(1 - no_sp[1][1] / no_sp[0][1] - 10 / 23) < 1e-9
     return "\n".join(lines)
