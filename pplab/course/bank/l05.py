@@ -23,7 +23,9 @@ QUESTIONS = (
         traps=((48, "48 is plain 1F1B's 2·M·(P−1): each microbatch now crosses P·V − 1 "
                     "boundaries."),
                (96, "96 = 2 × 48 misses the hop from rank P−1 back to rank 0 between chunks.")),
-        explain="2·M·(P·V − 1) = 2 · 8 · 7."),
+        explain="The model is cut into P·V stages, and every boundary between two of them is "
+                "a hop between two different ranks, the one from rank P−1 back to rank 0 "
+                "included: 2·M·(P·V − 1) = 2 · 8 · 7."),
     Question(
         "05.best-v", "predict", "choice",
         "P = 4, M = 8, and every hop costs 0.25 (a forward through one rank's whole share of the "
@@ -32,9 +34,11 @@ QUESTIONS = (
                         "The bubble saving still beats the hop cost at V = 2."),
                  Option("V = 2: beyond it the hops cost more than they save",
                         "The next chunks add more hops than bubble they remove.", True),
+                 Option("V = 4: up to it the bubble saved outweighs the hops",
+                        "At 0.25 a hop, V = 4 is already slower than V = 2 (and V = 3)."),
                  Option("V = 6: the most chunks give the smallest bubble",
                         "True only with free communication.")),
-        explain="The makespan-against-V table below shows the turn."),
+        explain="The makespan against V, for each cost of a hop, shows where it turns."),
     Question(
         "05.q-v3", "quiz", "number",
         "P = 6, M = 18, interleaved with V = 3: bubble ÷ ideal, in %?",
