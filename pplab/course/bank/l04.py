@@ -13,12 +13,14 @@ QUESTIONS = (
                 "backward, then drains its backwards; the measurement shows every rank's row."),
     Question(
         "04.peaks", "predict", "choice",
-        "1F1B with P = 6 ranks and only M = 4 microbatches. How many microbatches' activations "
+        "1F1B with P = 6 ranks and M = 4 microbatches. How many microbatches' activations "
         "does each rank hold at its peak (ranks 0 to 5)?",
-        options=(Option("6, 6, 6, 6, 6, 6", "\"P microbatches on every stage\" (the article "
-                        "From GPipe to DualPipe): no rank can hold more than the M there are."),
+        options=(Option("4, 4, 4, 4, 4, 4", "\"P microbatches on every stage\" (the article "
+                        "From GPipe to DualPipe), capped at the M = 4 there are; but rank r "
+                        "starts only P − r forwards before its first backward returns, so the "
+                        "last ranks hold fewer."),
                  Option("6, 5, 4, 3, 2, 1", "P − r is the warm-up's reach, but only M = 4 "
-                        "microbatches exist."),
+                        "microbatches exist: no rank can hold more than the M there are."),
                  Option("4, 4, 4, 3, 2, 1", "Rank r starts P − r forwards before its first "
                         "backward comes back, and never more than M: min(P − r, M).", True),
                  Option("1, 1, 1, 1, 1, 1", "\"One microbatch at a time\" (the CS336 lesson page) "
@@ -38,10 +40,10 @@ QUESTIONS = (
         "backward carries a fixed extra cost, fitted to the Megatron-LM guide's step times at "
         "M = 1 and M = 8 (a model of launch overhead and small-GEMM inefficiency). Which M gives "
         "the model's shortest step?",
-        options=(Option("M = 8: beyond P microbatches the extra ones wait in a queue",
-                        "1F1B does not queue microbatches: its bubble keeps shrinking with M. "
-                        "The guide measured M = 8 fastest, but the fitted constant cost still "
-                        "favours M = 16."),
+        options=(Option("M = 8: the fit passes through the guide's fastest run",
+                        "The fit passes through R1 (M = 1) and R4 (M = 8), not through their "
+                        "minimum: its constant cost still favours M = 16, while the guide "
+                        "measured M = 8 fastest."),
                  Option("M = 16: past it the fixed costs outweigh the smaller bubble",
                         "The fixed cost per action grows with M while the bubble's gain "
                         "shrinks; the guide measured M = 16 slower, so a constant cost is not "
@@ -94,8 +96,10 @@ def _same_bubble() -> str:
     assert tls["1f1b"].makespan == tls["gpipe"].makespan == 42
     return "\n".join([f"{name:5s} P=5 M=10: makespan {tl.makespan:g}, bubble "
                        f"{tl.bubble_fraction:.1%} of total" for name, tl in tls.items()] + [
-        "The total work and the fill and drain are unchanged, so the bubble is the same. "
-        "What changes is how many microbatches each rank keeps alive."])
+        "The total work and the fill and drain are unchanged, so the bubble is the same: "
+        "(P − 1)/(M + P − 1) of the total, lesson 03's GPipe formula. At M = P it is "
+        "(P − 1)/(2P − 1), the largest KempnerForge's n_microbatches ≥ pp_size allows (section "
+        "5). What changes is how many microbatches each rank keeps alive."])
 
 
 @_reveals("04.peaks")
