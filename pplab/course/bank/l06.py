@@ -9,7 +9,8 @@ QUESTIONS = (
         "(P−1)(tf+tb) = 9 per rank. How much does ZB-H1 idle per rank?",
         answer=lambda: idle_per_rank("zb-h1", 4, 12, 1, 2, 1), tol=0.0,
         traps=((9, "That is 1F1B: ZB-H1 fills part of the drain with postponed W passes."),
-               (0, "Zero needs ZB-H2's extra memory or ZB-V's placement.")),
+               (0, "Even ZB-H2, with up to 2P − 1 microbatches alive, idles (P−1)·tf in a "
+                   "flushed step; ZB-H1 keeps 1F1B's memory.")),
         explain="(P−1)(tf + tb − 2tw) = 3 · 1: a third of 1F1B's bubble."),
     Question(
         "06.zbh1-memory", "predict", "choice",
