@@ -73,9 +73,12 @@ from ..reveals import _reveals
 
 
 @_reveals("07.zero1-70b")
-def _zero1_70b() -> str:
+def _zero1_70b() -> list:
+    from ...draw.memory import draw_zero_stages
     from ...memory import model_states_bytes
     psi, nd, GB = 70e9, 64, 1e9
+    paper = [sum(model_states_bytes(7.5e9, nd, z)) / GB for z in range(4)]
+    assert [round(x, 1) for x in paper] == [120.0, 31.4, 16.6, 1.9]      # ZeRO's Figure 1
     claims = {1: "~230 GB", 2: "~160 GB", 3: "17.5 GB"}
     assert abs(sum(model_states_bytes(psi, nd, 1)) / GB - (4 * 70 + 12 * 70 / 64)) < 1e-9
     per = {z: sum(model_states_bytes(psi, nd, z)) / GB for z in (1, 2, 3)}
@@ -85,14 +88,18 @@ def _zero1_70b() -> str:
              "  0 (plain DP)  nothing             2Ψ + 2Ψ + 12Ψ = 16Ψ",
              "  1             optimizer states    4Ψ + 12Ψ/N_d",
              "  2             + gradients         2Ψ + 14Ψ/N_d",
-             "  3 (= FSDP)    + parameters        16Ψ/N_d", ""]
-    return "\n".join(table +
-        [f"ZeRO-{z}: {per[z]:6.1f} GB   (lecture: {claims[z]})" for z in (1, 2, 3)] +
+             "  3 (= FSDP)    + parameters        16Ψ/N_d", "",
+             "The ZeRO paper's own example, Ψ = 7.5B on N_d = 64 GPUs (its Figure 1):",
+             *[f"  ZeRO-{z}: {paper[z]:6.2f} GB per GPU" for z in range(4)], ""]
+    return ["\n".join(table +
+        ["Ψ = 70B on N_d = 64 GPUs, your question (the CS336 page's example):"] +
+        [f"  ZeRO-{z}: {per[z]:6.1f} GB   (lecture: {claims[z]})" for z in (1, 2, 3)] +
         ["The CS336 page's 70B table, checked: ZeRO-1 is "
          f"{per[1]:.1f} GB, not ~230 GB, because 4Ψ = {4 * psi / GB:.0f} GB stays on every GPU "
          f"(the bf16 parameters and gradients are not sharded); ZeRO-2 is {per[2]:.1f} GB, "
          f"close to the lecture's ~160; FSDP's {per[3]:.1f} GB is right. Only stage 3 gets a "
-         "70B model under 80 GB with data parallelism alone."])
+         "70B model under 80 GB with data parallelism alone."]),
+            draw_zero_stages(7.5e9, nd)]
 
 
 def _schedules_memory(names) -> tuple[list, dict]:

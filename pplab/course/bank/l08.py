@@ -1,5 +1,5 @@
 """Lesson 08: activations, sequence parallelism, recomputation."""
-from ...memory.activations import layer_activation_bytes
+from ...memory.activations import article_layer_bytes, layer_activation_bytes
 from ..questions import Option, Question
 
 
@@ -85,6 +85,10 @@ def _layer_gb() -> str:
     assert total == layer_activation_bytes(s, b, h, a)
     lines.append(f"{'kept for the backward':30s} {total / GB:6.3f} GB  "
                  f"({total / (s * b * h):.0f}·s·b·h)")
+    article = article_layer_bytes(s, b, h, a)
+    assert round(total / article, 1) == 2.3
+    lines.append(f"The article's b·s·(10h + a·s)·2 gives {article / GB:.2f} GB: Korthikanti's "
+                 f"count is {total / article:.1f}× larger.")
     return "\n".join(lines)
 
 
