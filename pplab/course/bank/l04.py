@@ -50,9 +50,9 @@ QUESTIONS = (
                         "the whole story.", True),
                  Option("M = 32: the bubble keeps shrinking as M grows, so more is faster",
                         "Without the fixed cost, yes."),
-                 Option("M = 4: small microbatches leave the GPU's matmuls half idle",
+                 Option("M = 4: past it the fixed costs already outweigh the smaller bubble",
                         "The fitted cost does grow with M, but M = 4 still has twice M = 8's "
-                        "bubble.")),
+                        "bubble, and the model's fixed cost there is small against it.")),
         explain="The measurement fits the fixed cost to the guide's two step times and sweeps M."),
     Question(
         "04.q-switch", "quiz", "choice",
