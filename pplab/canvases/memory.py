@@ -122,8 +122,9 @@ def render_recompute(preset="gpt3-175b", tp=8, sp="on", seq=None, mbs=1):
 
 
 def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recompute="selective",
-                  schedule="1f1b", M=32, gpu_memory=80):
-    """One 3D layout: per-rank memory, bytes per axis and the estimated step time."""
+                  schedule="1f1b", M=32, gpu_memory=80, seq=None):
+    """One 3D layout: per-rank memory, bytes per axis and the estimated step time
+    (``seq``: tokens per sequence, the preset's own where None)."""
     from ..memory.comm import comm_volumes
     from ..memory.planner import Hardware, estimate
     try:
@@ -132,7 +133,7 @@ def render_layout(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1, recomp
                              f"{int(tp) * int(pp) * int(dp)}; choose degrees whose product is "
                              f"{gpus}")
         model, cfg = memory_config(preset, tp, pp, dp, zero, "on" if int(tp) > 1 else "off",
-                                   recompute, schedule, M, 1, None, gpus)
+                                   recompute, schedule, M, 1, seq, gpus)
         rep = memory_report(model, cfg)
         vols = comm_volumes(model, cfg, rep.schedule)
         hw = Hardware(memory=gpu_memory * GB)
@@ -244,8 +245,9 @@ def recompute_canvas(preset="gpt3-175b", tp=8, sp="on", seq=2048, mbs=1):
 
 
 def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
-                  recompute="selective", schedule="1f1b", M=32):
-    """The 3D configurator: pick TP, PP, DP for a GPU count; see memory, traffic, step time."""
+                  recompute="selective", schedule="1f1b", M=32, seq=None):
+    """The 3D configurator: pick TP, PP, DP for a GPU count; see memory, traffic, step time
+    (``seq`` fixed for the canvas, as the lesson's own calculation uses it)."""
     import ipywidgets as w
 
     ctl = {"preset": _dd(w, "model", PRESET_NAMES, preset, "220px"),
@@ -259,7 +261,7 @@ def layout_canvas(preset="llama3-70b", gpus=64, tp=8, pp=4, dp=2, zero=1,
            "M": _int(w, "M", M, M_RANGE)}
     names = list(ctl)
     rows = [w.HBox([ctl[k] for k in names[:5]]), w.HBox([ctl[k] for k in names[5:]])]
-    return build_canvas(render_layout, ctl, rows, {})
+    return build_canvas(render_layout, ctl, rows, {"seq": seq})
 
 
 def plan_canvas(preset="llama3-70b", gpus=64, gpu_memory=80, seq=4096):

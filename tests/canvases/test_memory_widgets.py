@@ -112,6 +112,21 @@ def test_layout_over_tp_pp_dp():
         _ok(mw.render_layout(preset, 16, 4, 2, 2))
 
 
+def test_layout_at_the_lessons_sequence_length_matches_its_estimate():
+    """Lesson 09 computes at s = 4096 and opens the configurator there: its TP bytes are half
+    the preset's 8,192 tokens' and its step time is the planner's estimate at 4,096."""
+    from pplab.memory import ParallelConfig, get_preset
+    from pplab.memory.planner import estimate
+    _, long = _ok(mw.render_layout("llama3-70b", 64, 8, 4, 2))
+    _, short = _ok(mw.render_layout("llama3-70b", 64, 8, 4, 2, seq=4096))
+    tp_gb = [float(m.split("per GPU per step TP ")[1].split(" GB")[0]) for m in (long, short)]
+    assert tp_gb[1] == pytest.approx(tp_gb[0] / 2, abs=0.1)
+    cfg = ParallelConfig(tp=8, pp=4, dp=2, zero=1, sp=True, recompute="selective",
+                         microbatches=32, schedule="1f1b", gpus=64)
+    step = estimate(get_preset("llama3-70b").with_(seq=4096), cfg)["step_time"]
+    assert f"step ≈ {step:.2f} s" in short
+
+
 @pytest.mark.slow
 def test_plan_render_and_table():
     pic, msg = mw.render_plan("llama3-70b", 64, 80, 4096)
