@@ -101,4 +101,6 @@ def _nccl_order() -> str:
     check_in_order(sched, in_order_plan(sched))       # the in-order plan completes
     return ("1F1B, P = 2, M = 4, played on the strictest in-order model (one queue per rank, "
             f"every message waits for its partner), receives posted up front: {stuck}.\n"
-            "The in-order plan (pplab/lower.py) completes on the same model.")
+            "The in-order plan (pplab/lower.py) completes on the same model: the smallest-key "
+            "message still pending always has both ends posted, with nothing pending ahead of "
+            "it.")
