@@ -14,14 +14,20 @@ QUESTIONS = (
                  Option("It runs, each rank holding the whole batch at once",
                         "torch does not switch schedules; it refuses fewer microbatches than "
                         "stages.")),
-        source="torch 2.13"),
+        source="torch 2.13",
+        explain="torch 2.13's Schedule1F1B checks n_microbatches ≥ the number of stages when it "
+                "is built, before any step; ScheduleDualPipeV likewise needs at least as many "
+                "microbatches as stages. pplab's 1f1b runs M < P with a shorter warm-up."),
     Question(
         "12.scale-grads", "predict", "number",
         "A per-microbatch mean loss, M = 4 microbatches, and torch's schedule built with "
         "scale_grads=False. By what factor is the gradient off from the full-batch gradient?",
         answer=4, tol=0.01, source="a one-process torch pipeline",
         traps=((0.25, "Without scaling the M gradients are summed, not averaged: larger."),),
-        explain="scale_grads=True (the default) divides by M, as GPipe's 1/M in lesson 03."),
+        explain="The M backwards add up M mean-gradients: M times the full-batch gradient. "
+                "scale_grads=True (the default) divides the accumulated gradients by M, as "
+                "GPipe's 1/M in lesson 03; with scale_grads=False, scale the loss yourself "
+                "(divide by M inside loss_fn), as pplab's runtime does."),
     Question(
         "12.same-order", "predict", "choice",
         "pplab's interleaved 1F1B and torch's ScheduleInterleaved1F1B at P = 2, M = 4, V = 2: "
@@ -107,3 +113,24 @@ def _scale_grads() -> str:
     assert abs(ratios[False] - 4) < 1e-4 and abs(ratios[True] - 1) < 1e-4
     return "\n".join(f"scale_grads={s!s:5s}: |pipeline gradient| / |full-batch gradient| = "
                      f"{r:.4f}" for s, r in ratios.items())
+
+
+@_reveals("12.same-order")
+def _same_order() -> str:
+    """torch's own ScheduleInterleaved1F1B order, built in this process for each rank (torch's
+    fake process group: building a schedule sends nothing), beside pplab's."""
+    import re
+    from ...probe.env import browser_note, in_browser
+    if in_browser():
+        return browser_note("torch_interleaved_order(2, 4, 2, rank) from "
+                            "pplab.runtime.torch_orders")
+    from ...runtime.torch_orders import torch_interleaved_order
+    sched = make_schedule("interleaved", 2, 4, 2)
+    lines = []
+    for rank, mine in enumerate(sched.rank_texts()):
+        theirs = [a for a in torch_interleaved_order(2, 4, 2, rank=rank)
+                  if re.fullmatch(r"\d+[FBIW]\d+", a)]        # the compute actions
+        assert theirs == mine
+        lines += [f"rank {rank} pplab: {' '.join(mine)}", f"rank {rank} torch: {' '.join(theirs)}"]
+    lines.append("The same order, action for action, on both ranks.")
+    return "\n".join(lines)
