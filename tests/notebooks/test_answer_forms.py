@@ -93,7 +93,7 @@ SHORT_ANSWERS = [
      "n_microbatches = 2 with 4 stages"),
     ("04.q-warmup", "rank 2 runs 9 warm-up forwards", "9 ranks, each with its warm-up"),
     ("14.mfu-bubble", "43.5% ÷ (1 − 0.059) = 46.2% while busy",
-     "its bubble is 5.9% of the step at 43.5% of peak"),
+     "430 TFLOPs per GPU, 43.5% of the H100's 989"),
 ]
 
 

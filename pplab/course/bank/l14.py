@@ -68,9 +68,10 @@ QUESTIONS = (
                         "Balance removes the idle a slow stage causes, not the fill and drain."),
                  Option("It doubles: the light ends sit idle while the middle ranks work",
                         "The ends idle a little more, but only two chunks of 128 change.")),
-        explain="The lighter ends answer the paper's memory and compute imbalance (the first "
-                "rank's embedding and warm-up, the last rank's output layer and loss); the "
-                "bubble is set by P, V and M."),
+        explain="The lighter ends are not a bubble trick. The paper's reasons are memory (the "
+                "first rank holds the embedding and the most warm-up microbatches, section 5) "
+                "and compute (the last runs the output layer and loss). The bubble is the fill "
+                "and the drain, crossed V times: P, V and M set it."),
     Question(
         "14.grad-gb", "predict", "number",
         "Llama 3 accumulates the gradients of a step's microbatches in fp32 and sends them over "
@@ -90,16 +91,16 @@ QUESTIONS = (
     Question(
         "14.mfu-bubble", "predict", "choice",
         "At 8,192 GPUs Llama 3 reports 430 TFLOPs per GPU, 43.5% of the H100's 989 (the "
-        "paper prints 43%), and its bubble, with the lighter ends, is 5.9% of the step "
-        "(section 4). How many points of peak does the pipeline bubble cost there?",
-        options=(Option("About 3 points: small next to what the busy ranks leave unused",
-                        "The bubble takes 5.9% of the step: 43.5% ÷ (1 − 0.059) = 46.2% while "
-                        "busy, 2.7 points lost to idling.", True),
-                 Option("About 6 points: the step's idle share, counted against the peak",
+        "paper prints 43%). Its bubble is the one section 3 simulated with the lighter ends, "
+        "as a share of the step. How many points of peak does the pipeline bubble cost there?",
+        options=(Option("A few points: idling costs only what the busy ranks would reach",
+                        "With b the bubble's share of the step (section 3's measurement), "
+                        "43.5% ÷ (1 − b) = 46.2% while busy: 2.7 points lost to idling.", True),
+                 Option("Its share of the step, all of it counted against the peak",
                         "Idle time costs the utilisation the ranks would have had, 46%, not "
-                        "100%: 5.9% of 46% is 2.7 points."),
+                        "100%: 5.9% of 46% is 2.7 points, not 5.9."),
                  Option("About 9 points: a bubble is the largest loss in a deep pipeline",
-                        "That needs a bubble near 19%; at M = 32, V = 8 it is 5.9%."),
+                        "That needs a bubble near 19%; at M = 32, V = 8 it is 5.9%, 2.7 points."),
                  Option("None: the idle slots are filled with the step's communication",
                         "A rank that waits for its input computes nothing, whatever the "
                         "network does meanwhile.")),
@@ -108,14 +109,13 @@ QUESTIONS = (
     Question(
         "14.q-coincidence", "quiz", "choice",
         "The CS336 notes' 15/143 ≈ 10.5% equals one true figure of Llama 3's run. Which?",
-        options=(Option("Idle ÷ total at 16,384 GPUs, where V·M = 8 · 16",
-                        "Right, and only by coincidence: the notes got 128 from another "
-                        "batch, DP and formula.", True),
-                 Option("Idle ÷ busy at 8,192 GPUs, where V·M = 256", "That is 15/256, "
+        options=(Option("Idle ÷ total at 16,384 GPUs",
+                        "Right, and only by coincidence: there V·M = 8 · 16 = 128 too, while "
+                        "the notes got 128 from another batch, DP and formula.", True),
+                 Option("Idle ÷ busy at 8,192 GPUs", "There V·M = 8 · 32 = 256: 15/256, "
                         "5.9%."),
-                 Option("Idle ÷ total at 8,192 GPUs, where V·M = 256", "That is 15/271, "
-                        "5.5%."),
-                 Option("Idle ÷ total of 1F1B at 16,384 GPUs, where M = 16", "Llama 3 ran "
+                 Option("Idle ÷ total at 8,192 GPUs", "There V·M = 256: 15/271, 5.5%."),
+                 Option("Idle ÷ total of 1F1B at 16,384 GPUs", "Llama 3 ran "
                         "interleaved 1F1B; with V = 1 and M = 16 it would idle 15/31 of the "
                         "time."))),
     Question(
@@ -174,7 +174,8 @@ def _denominators() -> str:
 
 
 @_reveals("14.lighter-ends")
-def _lighter_ends() -> str:
+def _lighter_ends() -> list:
+    from ...draw import draw_timeline
     from ...memory.published_run import bubble, chunk_scales
     lines = [f"chunk FLOPs ÷ the mean chunk: first {chunk_scales(16, 32, 8)[0]:g}, others "
              f"{chunk_scales(16, 32, 8)[1]:g}, last {chunk_scales(16, 32, 8)[-1]:g}"]
@@ -183,7 +184,9 @@ def _lighter_ends() -> str:
         assert abs(ll["fraction"] - eq["fraction"]) < 0.005
         lines.append(f"M={M}: idle÷total {eq['fraction']:.2%} equal → {ll['fraction']:.2%} "
                      f"Llama 3's; idle÷busy {eq['ratio']:.2%} → {ll['ratio']:.2%}")
-    return "\n".join(lines)
+    picture = draw_timeline(bubble(16, 16)["timeline"],
+                            title="Llama 3's chunks, P = 16, V = 8, M = 16 (the 16,384-GPU row)")
+    return ["\n".join(lines), picture]
 
 
 @_reveals("14.grad-gb")
