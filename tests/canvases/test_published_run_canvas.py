@@ -6,20 +6,22 @@ import pytest
 
 from pplab.canvases import base as W
 from pplab.canvases import published as C
-from pplab.closed_forms import bubble_both
 from pplab.memory import published_run as pr
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("M,V,grads", list(itertools.product(C.M_OPTIONS, C.V_OPTIONS, C.GRADS)))
 def test_every_setting_draws_and_says_both_denominators(M, V, grads):
+    """Llama 3's own chunks' bubble, both ways; not the equal chunks' beside it, which would
+    answer 14.lighter-ends (how far the lighter ends move it) at every setting."""
     pic, msg = C.render_published_run(M, V, grads)
     assert pic is not None, msg
     timeline, memory = pic["panels"]
     assert timeline["type"] == "timeline" and timeline["ranks"] == 16
     assert memory["type"] == "bars" and len(memory["labels"]) == 16
-    frac, ratio = bubble_both(16, M, V)
-    assert f"(equal chunks: {ratio:.1%}, {frac:.1%})" in msg
+    b = pr.bubble(16, M, V)
+    assert f"bubble {b['ratio']:.1%} of the busy time, {b['fraction']:.1%} of the total" in msg
+    assert "equal" not in msg
     assert f"{C.row_for(M).gpus:,} GPUs" in msg and ("fits in" in msg) != ("over" in msg)
     dp = pr.axis_bytes(C.row_for(M), V=V, zero2_reduce=C.GRADS[grads])["bytes"]["dp"]
     assert f"reduce-scattered {grads}: DP sends {dp / 1e9:.0f} GB a step" in msg
