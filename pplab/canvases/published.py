@@ -47,7 +47,8 @@ def render_published_run(M: int = 32, V: int = 8, grads: str = "once a step"):
     fits = "fits in" if worst.total <= 80e9 else "over"
     dp = pr.axis_bytes(row, V=int(V), zero2_reduce=GRADS[grads])["bytes"]["dp"]
     msg = (f"{row.gpus:,} GPUs (DP {row.dp}), M={M}, V={V}: bubble {b['ratio']:.1%} of the busy "
-           f"time, {b['fraction']:.1%} of the total\nworst rank {worst.rank}: {worst.total / 1e9:.1f} GB, "
+           f"time, {b['fraction']:.1%} of the total\nworst rank {worst.rank}: "
+           f"{worst.total / 1e9:.1f} GB, "
            f"{fits} 80 GB ({worst.inflight:g} rank-shares of activations in flight, gradients "
            f"{worst.grads / 1e9:.1f} GB); gradients reduce-scattered {grads}: DP sends "
            f"{dp / 1e9:.0f} GB a step")
