@@ -168,11 +168,11 @@ def test_3d_configurator_in_a_real_browser(page, lab):
 
     settle(page, lambda: _dropdown(canvas, "GPUs").locator("select").select_option("128"))
     page.wait_for_function("""(id) => document.querySelector(`[id='${id}']`).innerText
-                              .includes('128 GPUs ≠ TP×PP×DP = 8×4×2 = 64')""", arg=pid,
+                              .includes('128 GPUs ≠ TP×PP×DP = 1×8×8 = 64')""", arg=pid,
                            timeout=B.STEP_MS)
     assert canvas.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
 
-    settle(page, lambda: _dropdown(canvas, "DP").locator("select").select_option("4"))
+    settle(page, lambda: _dropdown(canvas, "DP").locator("select").select_option("16"))
     page.wait_for_function("""(id) => !document.querySelector(`[id='${id}']`).innerText
                               .includes('128 GPUs ≠')""", arg=pid, timeout=B.STEP_MS)
     after = figure_src(canvas)
@@ -180,4 +180,4 @@ def test_3d_configurator_in_a_real_browser(page, lab):
     state = page.evaluate(KERNEL_EXEC_JS, "from pplab.canvases.base import CANVASES as C\n"
                           "c = [x for x in C if 'gpus' in x.controls][0]\n"
                           "print(c.controls['gpus'].value, c.controls['dp'].value, c.errors)")
-    assert state.split() == ["128", "4", "[]"]
+    assert state.split() == ["128", "16", "[]"]
